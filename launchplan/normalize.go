@@ -1,0 +1,213 @@
+package launchplan
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/podbot/podbot/errdefs"
+)
+
+// Label keys podbot sets on every container it creates.
+const (
+	LabelManaged   = "podbot.managed"
+	LabelVersion   = "podbot.version"
+	LabelIntent    = "podbot.intent"
+	LabelAgentKind = "podbot.agent.kind"
+	LabelSession   = "podbot.session"
+)
+
+var (
+	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+	containerName    = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
+)
+
+// shortIDLen is how many characters of the session id go into the name.
+const shortIDLen = 12
+
+// Normalize validates a request and resolves it into a hardened plan. It does
+// no I/O. Errors are *errdefs.ConfigError naming the offending key.
+func Normalize(req Request) (Plan, error) {
+	image := strings.TrimSpace(req.Image)
+	if image == "" {
+		return Plan{}, configError("image", errdefs.ErrMissingRequired,
+			"no image is configured; set image in the config file, PODBOT_IMAGE or --image")
+	}
+	if strings.ContainsAny(image, " \t\r\n") || hasControl(image) {
+		return Plan{}, configError("image", errdefs.ErrInvalidValue, "image reference %q contains whitespace", image)
+	}
+	mode, err := resolveMode(req.Intent, req.Agent)
+	if err != nil {
+		return Plan{}, err
+	}
+	argv, err := agentCommand(req.Agent, mode)
+	if err != nil {
+		return Plan{}, err
+	}
+	if !sessionIDPattern.MatchString(req.SessionID) {
+		return Plan{}, configError("session", errdefs.ErrInvalidValue,
+			"session id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", req.SessionID)
+	}
+	name, err := planName(req)
+	if err != nil {
+		return Plan{}, err
+	}
+	initCmd := req.InitCommand
+	if len(initCmd) == 0 {
+		initCmd = DefaultInitCommand()
+	}
+	version := req.Version
+	if version == "" {
+		version = "unknown"
+	}
+	kindLabel := string(req.Agent.Kind)
+	if kindLabel == "" {
+		kindLabel = "none"
+	}
+	def := defaultsFor(req.Intent)
+	p := Plan{
+		Intent:       req.Intent,
+		AgentKind:    req.Agent.Kind,
+		AgentMode:    mode,
+		Image:        image,
+		Name:         name,
+		InitCommand:  append([]string(nil), initCmd...),
+		AgentCommand: argv,
+		Workspace:    req.Workspace.Strategy,
+		Stream:       def.stream,
+		Labels: map[string]string{
+			LabelManaged:   "true",
+			LabelVersion:   version,
+			LabelIntent:    string(req.Intent),
+			LabelAgentKind: kindLabel,
+			LabelSession:   req.SessionID,
+		},
+	}
+	if p.Workspace == "" {
+		p.Workspace = WorkspaceNone
+	}
+	opts, err := optionsFor(req, def)
+	if err != nil {
+		return Plan{}, err
+	}
+	if err := p.Apply(opts...); err != nil {
+		return Plan{}, err
+	}
+	return p, nil
+}
+
+// planName returns the requested name, checked, or podbot-<kind>-<short id>.
+func planName(req Request) (string, error) {
+	if req.Name != "" {
+		if !containerName.MatchString(req.Name) {
+			return "", configError("name", errdefs.ErrInvalidValue,
+				"container name %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", req.Name)
+		}
+		return req.Name, nil
+	}
+	kind := string(req.Agent.Kind)
+	if kind == "" {
+		kind = "sandbox"
+		if req.Intent == IntentTools {
+			kind = "tools"
+		}
+	}
+	short := strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(req.SessionID))
+	if len(short) > shortIDLen {
+		short = short[:shortIDLen]
+	}
+	return "podbot-" + kind + "-" + short, nil
+}
+
+// optionsFor lists the options a request implies, in the order they apply.
+func optionsFor(req Request, def intentDefaults) ([]Option, error) {
+	sb := req.Sandbox
+	opts := []Option{
+		WithSocketGuard(req.EngineSocketPaths...),
+		WithEnv(req.Env...),
+		WithNoNewPrivileges(),
+	}
+	user := sb.User
+	if user == "" {
+		user = def.user
+	}
+	if user != "" {
+		opts = append(opts, WithUser(user))
+	}
+	if sb.Privileged {
+		opts = append(opts, WithPrivileged())
+	} else {
+		opts = append(opts,
+			WithCapDropAll(append(append([]string(nil), def.keepCaps...), sb.CapAdd...)...),
+			WithMinimalProfile(sb.MountDevFuse, sb.SELinuxLabelMode))
+	}
+	opts = append(opts,
+		WithPidsLimit(pick(sb.PidsLimit, def.pids)),
+		WithMemory(pick(sb.MemoryBytes, def.memory)),
+		WithCPUs(pick(sb.NanoCPUs, def.cpus)),
+	)
+	network := sb.Network
+	if network == "" {
+		network = def.network
+	}
+	opts = append(opts, WithNetwork(network))
+	readOnly := def.readOnlyRootfs
+	if sb.ReadOnlyRootfs != nil {
+		readOnly = *sb.ReadOnlyRootfs
+	}
+	if readOnly {
+		opts = append(opts, WithReadOnlyRootfs())
+	}
+	if len(sb.GPUs) > 0 {
+		opts = append(opts, WithGPUs(sb.GPUs...))
+	}
+	if len(req.Labels) > 0 {
+		opts = append(opts, WithLabels(req.Labels))
+	}
+	ws, err := workspaceOptions(req)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, ws...)
+	if req.TokenFile != "" {
+		opts = append(opts, WithTokenMount(req.TokenFile))
+	}
+	return opts, nil
+}
+
+// workspaceOptions checks the workspace strategy and returns its options.
+func workspaceOptions(req Request) ([]Option, error) {
+	w := req.Workspace
+	switch w.Strategy {
+	case "", WorkspaceNone:
+		if w.HostPath != "" {
+			return nil, configError("workspace.host_path", errdefs.ErrConflict,
+				"workspace.host_path is set but workspace.source is not host_mount")
+		}
+		return nil, nil
+	case WorkspaceGitHubClone:
+		if req.Intent == IntentTools {
+			return nil, configError("workspace.source", errdefs.ErrConflict,
+				"tool sessions use a host_mount workspace at %s, not github_clone", ToolsWorkspace)
+		}
+		if w.HostPath != "" {
+			return nil, configError("workspace.host_path", errdefs.ErrConflict,
+				"github_clone takes no workspace.host_path; remove it or use workspace.source = host_mount")
+		}
+		dir, key := w.ContainerPath, "workspace.container_path"
+		if dir == "" {
+			dir, key = w.BaseDir, "workspace.base_dir"
+		}
+		if err := checkContainerPath(key, dir); err != nil {
+			return nil, err
+		}
+		return []Option{func(p *Plan) error { p.WorkingDir = dir; return nil }}, nil
+	case WorkspaceHostMount:
+		target := w.ContainerPath
+		if target == "" {
+			target = DefaultHostMountTarget
+		}
+		return []Option{WithWorkspaceMount(w.HostPath, target)}, nil
+	}
+	return nil, configError("workspace.source", errdefs.ErrInvalidValue,
+		"unknown workspace source %q; use github_clone, host_mount or none", w.Strategy)
+}

@@ -1,0 +1,169 @@
+package workspace
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/podbot/podbot/errdefs"
+)
+
+// Mount is a resolved host-mount workspace.
+type Mount struct {
+	// Source is the canonical host directory (symlinks resolved).
+	Source string
+	// Target is the absolute container path.
+	Target string
+}
+
+// String renders the mount for the audit line podbot prints on stderr.
+func (m Mount) String() string { return m.Source + " -> " + m.Target }
+
+// ResolveHostMount applies the host-mount path policy. hostPath must be
+// absolute, without ".." components, and name an existing directory; it is
+// canonicalised with filepath.EvalSymlinks and must then lie inside one of
+// allowedRoots, which are resolved the same way (roots that do not exist are
+// skipped). A symlink anywhere in hostPath that leads outside every root is
+// refused, and so is the filesystem root itself. containerPath must be a
+// clean absolute path other than "/".
+//
+// Errors are *errdefs.ConfigError for bad or refused values (key
+// workspace.host_path, workspace.container_path or workspace.allowed_roots)
+// and *errdefs.FilesystemError for paths that cannot be resolved.
+//
+// The check is made at resolution time: whoever can write inside an allowed
+// root could still swap a directory for a symlink before the engine mounts
+// it, so roots should only be writable by the operator.
+func ResolveHostMount(hostPath, containerPath string, allowedRoots []string) (Mount, error) {
+	if err := checkTarget(containerPath); err != nil {
+		return Mount{}, err
+	}
+	if err := checkSource(hostPath); err != nil {
+		return Mount{}, err
+	}
+	if len(allowedRoots) == 0 {
+		return Mount{}, &errdefs.ConfigError{Key: "workspace.allowed_roots", Reason: errdefs.ErrMissingRequired,
+			Msg: "no allowed roots are configured, so no host path may be mounted; list the parent directories of your projects"}
+	}
+	resolved, err := filepath.EvalSymlinks(hostPath)
+	if err != nil {
+		return Mount{}, fsError("resolve", hostPath, err)
+	}
+	info, err := os.Stat(resolved)
+	if err != nil {
+		return Mount{}, fsError("stat", resolved, err)
+	}
+	if !info.IsDir() {
+		return Mount{}, &errdefs.ConfigError{Key: "workspace.host_path", Reason: errdefs.ErrInvalidValue,
+			Msg: "host path " + quote(hostPath) + " is not a directory"}
+	}
+	if filepath.Dir(resolved) == resolved {
+		return Mount{}, refuse(hostPath, "is the filesystem root")
+	}
+	roots, skipped, err := resolveRoots(allowedRoots)
+	if err != nil {
+		return Mount{}, err
+	}
+	for _, r := range roots {
+		if within(resolved, r) {
+			return Mount{Source: resolved, Target: containerPath}, nil
+		}
+	}
+	outside := "outside every allowed root (" + strings.Join(roots, ", ") + ")"
+	why := "is " + outside
+	if resolved != filepath.Clean(hostPath) {
+		why = "resolves through a symlink to " + quote(resolved) + ", " + outside
+	}
+	if len(skipped) > 0 {
+		why += "; allowed roots that do not exist were skipped: " + strings.Join(skipped, ", ")
+	}
+	return Mount{}, refuse(hostPath, why)
+}
+
+// checkTarget validates the container path of a host mount.
+func checkTarget(p string) error {
+	bad := func(reason error, msg string) error {
+		return &errdefs.ConfigError{Key: "workspace.container_path", Reason: reason,
+			Msg: "container path " + quote(p) + " " + msg}
+	}
+	switch {
+	case p == "":
+		return bad(errdefs.ErrMissingRequired, "is empty; use an absolute path such as /workspace")
+	case !path.IsAbs(p):
+		return bad(errdefs.ErrInvalidValue, "must be absolute, for example /workspace")
+	case p == "/" || path.Clean(p) == "/":
+		return bad(errdefs.ErrRefused, "may not be /; use a directory such as /workspace")
+	case path.Clean(p) != p || strings.ContainsRune(p, 0):
+		return bad(errdefs.ErrInvalidValue, "must be clean (no '..', '//', '.' or trailing '/'), for example "+quote(path.Clean(p)))
+	}
+	return nil
+}
+
+// checkSource validates the host path before any filesystem access.
+func checkSource(p string) error {
+	bad := func(reason error, msg string) error {
+		return &errdefs.ConfigError{Key: "workspace.host_path", Reason: reason,
+			Msg: "host path " + quote(p) + " " + msg}
+	}
+	switch {
+	case p == "":
+		return bad(errdefs.ErrMissingRequired, "is empty; set workspace.host_path or --workspace")
+	case strings.ContainsRune(p, 0):
+		return bad(errdefs.ErrInvalidValue, "contains a NUL byte")
+	case !filepath.IsAbs(p):
+		return bad(errdefs.ErrInvalidValue, "must be absolute")
+	case slices.Contains(strings.Split(filepath.ToSlash(p), "/"), ".."):
+		return bad(errdefs.ErrRefused, "contains '..'; give the directory's own path")
+	}
+	return nil
+}
+
+// resolveRoots canonicalises the allowed roots. Roots that do not exist are
+// returned in skipped; any other failure is an error.
+func resolveRoots(allowed []string) (roots, skipped []string, err error) {
+	for _, r := range allowed {
+		if r == "" || !filepath.IsAbs(r) || strings.ContainsRune(r, 0) {
+			return nil, nil, &errdefs.ConfigError{Key: "workspace.allowed_roots", Reason: errdefs.ErrInvalidValue,
+				Msg: "allowed root " + quote(r) + " must be an absolute host path"}
+		}
+		res, err := filepath.EvalSymlinks(r)
+		if errors.Is(err, fs.ErrNotExist) {
+			skipped = append(skipped, r)
+			continue
+		}
+		if err != nil {
+			return nil, nil, fsError("resolve allowed root", r, err)
+		}
+		roots = append(roots, res)
+	}
+	return roots, skipped, nil
+}
+
+// within reports whether p equals root or lies below it (both canonical).
+func within(p, root string) bool {
+	if p == root || filepath.Dir(root) == root {
+		return true
+	}
+	return strings.HasPrefix(p, root+string(filepath.Separator))
+}
+
+func refuse(hostPath, why string) error {
+	return &errdefs.ConfigError{Key: "workspace.host_path", Reason: errdefs.ErrRefused,
+		Msg: "host path " + quote(hostPath) + " " + why + "; mount a directory inside workspace.allowed_roots or add its root there"}
+}
+
+func fsError(op, p string, err error) error {
+	reason := error(nil)
+	msg := ""
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		reason, msg = errdefs.ErrNotFound, "does not exist"
+	case errors.Is(err, fs.ErrPermission):
+		reason, msg = errdefs.ErrPermissionDenied, "permission denied"
+	}
+	return &errdefs.FilesystemError{Op: op, Path: p, Reason: reason, Msg: msg, Err: err}
+}
