@@ -1,0 +1,209 @@
+package config
+
+import "time"
+
+// Config is podbot's resolved configuration. The zero value is not useful;
+// start from Default or Load.
+type Config struct {
+	// EngineSocket is the container engine endpoint (engine_socket). Empty
+	// means auto-detect (DOCKER_HOST, CONTAINER_HOST, PODMAN_HOST, then the
+	// well-known sockets).
+	EngineSocket string
+	// Image is the sandbox image for agent containers (image).
+	Image string
+
+	GitHub    GitHub
+	Workspace Workspace
+	Creds     Creds
+	Sandbox   Sandbox
+	Agent     Agent
+	ACP       ACP
+	Tools     Tools
+}
+
+// GitHub configures the GitHub App that mints installation tokens.
+type GitHub struct {
+	// AppID is the GitHub App id (github.app_id); 0 means not configured.
+	AppID int64
+	// InstallationID is the App installation id (github.installation_id);
+	// 0 means not configured.
+	InstallationID int64
+	// PrivateKeyPath is the host path of the App's PEM private key
+	// (github.private_key_path).
+	PrivateKeyPath string
+	// APIURL is the GitHub REST API base URL (github.api_url).
+	APIURL string
+	// CloneBaseURL is the base URL repositories are cloned from
+	// (github.clone_base_url).
+	CloneBaseURL string
+	// TokenRefreshBuffer is how long before expiry a token is refreshed
+	// (github.token_refresh_buffer).
+	TokenRefreshBuffer time.Duration
+}
+
+// Configured reports whether any GitHub App setting is present.
+func (g GitHub) Configured() bool {
+	return g.AppID != 0 || g.InstallationID != 0 || g.PrivateKeyPath != ""
+}
+
+// Workspace source values.
+const (
+	// SourceGitHubClone clones a repository inside the container.
+	SourceGitHubClone = "github_clone"
+	// SourceHostMount bind-mounts a host directory into the container.
+	SourceHostMount = "host_mount"
+)
+
+// Workspace says where the agent finds its source code.
+type Workspace struct {
+	// Source is SourceGitHubClone or SourceHostMount (workspace.source).
+	Source string
+	// BaseDir is the in-container directory clones go into (workspace.base_dir).
+	BaseDir string
+	// HostPath is the host directory mounted in host_mount mode
+	// (workspace.host_path).
+	HostPath string
+	// ContainerPath is where the host directory appears in the container
+	// (workspace.container_path).
+	ContainerPath string
+	// AllowedRoots are the host directories a host_mount path must resolve
+	// inside (workspace.allowed_roots).
+	AllowedRoots []string
+}
+
+// Creds selects the agent credentials copied into the container.
+type Creds struct {
+	// CopyClaude copies ~/.claude (creds.copy_claude).
+	CopyClaude bool
+	// CopyCodex copies ~/.codex (creds.copy_codex).
+	CopyCodex bool
+	// Exclude lists glob patterns, relative to the home directory, of paths
+	// left out of the copy (creds.exclude).
+	Exclude []string
+}
+
+// SELinux label modes.
+const (
+	// SELinuxDisableForContainer adds label=disable to the container.
+	SELinuxDisableForContainer = "disable_for_container"
+	// SELinuxKeepDefault leaves the engine's SELinux labelling alone.
+	SELinuxKeepDefault = "keep_default"
+)
+
+// Sandbox holds the hardening settings of agent containers.
+type Sandbox struct {
+	// Privileged selects the privileged profile (sandbox.privileged).
+	Privileged bool
+	// MountDevFuse mounts /dev/fuse and adds SYS_ADMIN in the minimal
+	// profile (sandbox.mount_dev_fuse).
+	MountDevFuse bool
+	// SELinuxLabelMode is SELinuxDisableForContainer or SELinuxKeepDefault
+	// (sandbox.selinux_label_mode).
+	SELinuxLabelMode string
+	// PidsLimit caps the number of processes; 0 means no limit
+	// (sandbox.pids_limit).
+	PidsLimit int64
+	// Memory caps memory; 0 means no limit (sandbox.memory).
+	Memory ByteSize
+	// CPUs caps CPU time in CPUs; 0 means no limit (sandbox.cpus).
+	CPUs float64
+	// Network is the container network; empty means "none" for tool
+	// sessions and the engine's default bridge for agents (sandbox.network).
+	Network string
+	// ReadOnlyRootfs makes the root filesystem read-only with a tmpfs /tmp
+	// (sandbox.read_only_rootfs).
+	ReadOnlyRootfs bool
+	// GPUs lists CDI device names to pass through (sandbox.gpus).
+	GPUs []string
+	// User is the user the agent runs as; empty means the image's default
+	// (sandbox.user).
+	User string
+}
+
+// Agent kinds.
+const (
+	// KindClaude is Claude Code.
+	KindClaude = "claude"
+	// KindCodex is the Codex CLI.
+	KindCodex = "codex"
+	// KindCustom is any agent started with agent.command and agent.args.
+	KindCustom = "custom"
+)
+
+// Agent modes.
+const (
+	// ModePodbot runs the agent interactively on a terminal (podbot run).
+	ModePodbot = "podbot"
+	// ModeACP hosts an Agent Client Protocol server on stdio (podbot host).
+	ModeACP = "acp"
+	// ModeCodexAppServer hosts the Codex app-server protocol on stdio
+	// (podbot host).
+	ModeCodexAppServer = "codex_app_server"
+)
+
+// Agent selects the agent and how it is driven.
+type Agent struct {
+	// Kind is KindClaude, KindCodex or KindCustom (agent.kind).
+	Kind string
+	// Mode is ModePodbot, ModeACP or ModeCodexAppServer (agent.mode).
+	Mode string
+	// Command is the executable of a custom agent (agent.command).
+	Command string
+	// Args are the arguments of a custom agent (agent.args).
+	Args []string
+	// EnvAllowlist names host environment variables passed to the agent
+	// (agent.env_allowlist).
+	EnvAllowlist []string
+	// EnvRequired names allowlisted variables that must be set on the host
+	// (agent.env_required).
+	EnvRequired []string
+	// AllowHostDelegation forwards ACP fs/terminal capabilities and methods
+	// to the client unmodified (agent.allow_host_delegation).
+	AllowHostDelegation bool
+	// CodexBlockDynamicTools refuses Codex app-server item/tool/call
+	// requests (agent.codex_block_dynamic_tools).
+	CodexBlockDynamicTools bool
+}
+
+// Hosted reports whether the mode is a protocol-hosting mode, served by
+// podbot host rather than podbot run.
+func (a Agent) Hosted() bool { return a.Mode == ModeACP || a.Mode == ModeCodexAppServer }
+
+// ACP configures the Agent Client Protocol bridge.
+type ACP struct {
+	// MaxFrameBytes bounds one NDJSON frame (acp.max_frame_bytes).
+	MaxFrameBytes ByteSize
+}
+
+// Tools configures tool sessions (the sandboxed shell, files and Python).
+type Tools struct {
+	// Image is the tool-session image (tools.image).
+	Image string
+	// WorkspaceRoot is the host directory holding session workspaces; empty
+	// means podbot's cache directory (tools.workspace_root).
+	WorkspaceRoot string
+	// ShellTimeout is the default shell_execute timeout (tools.shell_timeout).
+	ShellTimeout time.Duration
+	// Memory caps a session container's memory (tools.memory).
+	Memory ByteSize
+	// CPUs caps a session container's CPU time (tools.cpus).
+	CPUs float64
+	// PidsLimit caps a session container's processes (tools.pids_limit).
+	PidsLimit int64
+	// Network is the session container's network (tools.network).
+	Network string
+	// User is the user tools run as (tools.user).
+	User string
+	// ReadOnlyRootfs makes the session's root filesystem read-only
+	// (tools.read_only_rootfs).
+	ReadOnlyRootfs bool
+	// IdleTimeout removes a session container unused this long; 0 disables
+	// (tools.idle_timeout).
+	IdleTimeout time.Duration
+	// MaxUptime removes a session container this long after it started;
+	// 0 means no limit (tools.max_uptime).
+	MaxUptime time.Duration
+	// AllowedHostRoots are the host directories that may hydrate a session
+	// workspace (tools.allowed_host_roots).
+	AllowedHostRoots []string
+}
