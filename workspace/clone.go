@@ -15,7 +15,7 @@ const DefaultCloneBaseURL = "https://github.com/"
 // DefaultAskpassPath is where the sandbox image installs the GIT_ASKPASS
 // helper that answers x-access-token and the content of
 // /run/secrets/ghapp_token.
-const DefaultAskpassPath = "/usr/local/bin/podbot-git-askpass"
+const DefaultAskpassPath = "/usr/local/bin/podbot-askpass"
 
 // CloneDir is the directory a repository is cloned into: baseDir/<name>.
 func CloneDir(repo Repo, baseDir string) string { return path.Join(baseDir, repo.Name) }
