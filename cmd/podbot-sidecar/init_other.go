@@ -1,0 +1,13 @@
+//go:build !unix
+
+package main
+
+import (
+	"context"
+	"errors"
+)
+
+// initLoop is only meaningful as a Linux container's PID 1.
+func initLoop(context.Context) error {
+	return errors.New("init is only supported on unix")
+}

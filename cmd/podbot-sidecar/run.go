@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+const usage = `usage: podbot-sidecar <command> [flags]
+
+commands:
+  serve [--root DIR] [--tmp DIR]   serve the podbot tools over MCP on stdio
+  init                             run as PID 1: stay alive, reap zombies
+  version                          print the version
+`
+
+// errUsage marks a command line that could not be understood.
+var errUsage = errors.New("usage")
+
+// run executes one sidecar command and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "podbot-sidecar: %v\n%s", err, usage)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "podbot-sidecar: %v\n", err)
+		return 1
+	}
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: a command is required", errUsage)
+	}
+	switch args[0] {
+	case "serve":
+		opts, err := parseServe(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, opts)
+	case "init":
+		if len(args) > 1 {
+			return fmt.Errorf("%w: init takes no arguments", errUsage)
+		}
+		return initLoop(ctx)
+	case "version", "--version":
+		_, err := fmt.Fprintln(stdout, version)
+		return err
+	case "help", "-h", "--help":
+		return flag.ErrHelp
+	default:
+		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{args: []string{"version"}, code: 0, stdout: version + "\n"},
+		{args: []string{"help"}, code: 0, stdout: "usage: podbot-sidecar"},
+		{args: nil, code: 2, stderr: "a command is required"},
+		{args: []string{"bogus"}, code: 2, stderr: `unknown command "bogus"`},
+		{args: []string{"init", "extra"}, code: 2, stderr: "init takes no arguments"},
+		{args: []string{"serve", "--nope"}, code: 2, stderr: "flag provided but not defined"},
+		{args: []string{"serve", "pos"}, code: 2, stderr: "no positional arguments"},
+		{args: []string{"serve", "--root", "/no/such/podbot/dir"}, code: 1, stderr: "workspace directory must exist"},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), tt.args, &out, &errOut)
+		if code != tt.code || !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errOut.String(), tt.stderr) {
+			t.Errorf("run(%q) = %d, stdout %q, stderr %q", tt.args, code, out.String(), errOut.String())
+		}
+	}
+}
+
+func TestParseServe(t *testing.T) {
+	var errOut bytes.Buffer
+	opts, err := parseServe([]string{"--root", "/srv/ws", "--tmp", "/run/tmp"}, &errOut)
+	if err != nil || opts.root != "/srv/ws" || opts.tmp != "/run/tmp" {
+		t.Fatalf("parseServe = %+v, %v", opts, err)
+	}
+	opts, err = parseServe(nil, &errOut)
+	if err != nil || opts.root != "/workspace" {
+		t.Fatalf("default root = %+v, %v", opts, err)
+	}
+}

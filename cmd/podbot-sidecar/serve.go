@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/podbot/podbot/tools"
+)
+
+// maxFrameBytes bounds one inbound MCP message; tool arguments are far smaller.
+const maxFrameBytes = 4 << 20
+
+// serveOptions are the flags of "serve".
+type serveOptions struct {
+	root string
+	tmp  string
+}
+
+func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts := serveOptions{}
+	fs.StringVar(&opts.root, "root", tools.WorkspaceName, "workspace directory the tools operate on")
+	fs.StringVar(&opts.tmp, "tmp", os.TempDir(), "writable directory outside the workspace for staging")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return opts, err
+		}
+		return opts, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return opts, fmt.Errorf("%w: serve takes no positional arguments (got %q)", errUsage, fs.Arg(0))
+	}
+	return opts, nil
+}
+
+// serve runs the MCP server on stdin/stdout until the peer closes the
+// stream or ctx ends. Commands inherit the sidecar's environment, which
+// podbot set when it created the container.
+func serve(ctx context.Context, opts serveOptions) error {
+	ws, err := tools.NewWorkspace(opts.root, tools.WithEnv(os.Environ()), tools.WithTempDir(opts.tmp))
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	server := tools.NewMCPServer(ws, version)
+	err = server.Run(ctx, &mcp.StdioTransport{MaxLineLength: maxFrameBytes})
+	if ctx.Err() != nil {
+		return nil // asked to stop
+	}
+	return err
+}
