@@ -1,0 +1,237 @@
+package tokendaemon
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/github"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultRefreshBuffer = 5 * time.Minute
+	DefaultCheckInterval = 30 * time.Second
+	DefaultMinBackoff    = time.Second
+	DefaultMaxBackoff    = 2 * time.Minute
+)
+
+// TokenSource mints installation tokens; *github.App is one.
+type TokenSource interface {
+	InstallationToken(ctx context.Context) (github.Token, error)
+}
+
+// Options configure a Daemon. Zero durations take the defaults above.
+type Options struct {
+	// ContainerID names the container (id or name); it becomes the
+	// directory name.
+	ContainerID string
+	// RuntimeDir is $XDG_RUNTIME_DIR; the caller reads the environment.
+	RuntimeDir string
+	// Source mints tokens.
+	Source TokenSource
+	// Alive reports whether the container still exists. An error is
+	// logged and the container is assumed alive.
+	Alive func(ctx context.Context) (bool, error)
+	// RefreshBuffer is how long before expiry a token is replaced. For a
+	// token that lives less than twice the buffer, half its lifetime is
+	// used instead.
+	RefreshBuffer time.Duration
+	// CheckInterval is how often Alive is asked.
+	CheckInterval time.Duration
+	// MinBackoff and MaxBackoff bound the wait between failed refreshes.
+	MinBackoff, MaxBackoff time.Duration
+	// Clock defaults to SystemClock.
+	Clock Clock
+	// Jitter returns a number in [0, 1); it defaults to math/rand/v2.
+	Jitter func() float64
+	// Logger receives progress and failures (never token values); nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Daemon keeps one container's token file fresh.
+type Daemon struct {
+	opts    Options
+	dir     string
+	current github.Token
+	fetched time.Time
+}
+
+// New checks opts and returns a daemon; nothing is created on disk yet.
+func New(opts Options) (*Daemon, error) {
+	dir, err := TokenDir(opts.RuntimeDir, opts.ContainerID)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Source == nil || opts.Alive == nil {
+		return nil, errors.New("tokendaemon: Options.Source and Options.Alive are required")
+	}
+	if opts.RefreshBuffer <= 0 {
+		opts.RefreshBuffer = DefaultRefreshBuffer
+	}
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = DefaultCheckInterval
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = DefaultMinBackoff
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(DefaultMaxBackoff, opts.MinBackoff)
+	}
+	if opts.Clock == nil {
+		opts.Clock = SystemClock{}
+	}
+	if opts.Jitter == nil {
+		opts.Jitter = rand.Float64
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.Logger = opts.Logger.With("container", opts.ContainerID)
+	return &Daemon{opts: opts, dir: dir}, nil
+}
+
+// Dir is the container's token directory; mount it read-only at
+// ContainerSecretsDir.
+func (d *Daemon) Dir() string { return d.dir }
+
+// TokenPath is the token file on the host.
+func (d *Daemon) TokenPath() string { return filepath.Join(d.dir, TokenFileName) }
+
+// Prepare creates the token directory and writes a first token, so a
+// container can be started with the file in place. It returns the token
+// (print it only through its redacting String or LogValue). Run continues
+// from this token.
+func (d *Daemon) Prepare(ctx context.Context) (github.Token, error) {
+	if err := d.ensureDirs(); err != nil {
+		return github.Token{}, err
+	}
+	if err := d.refresh(ctx); err != nil {
+		return github.Token{}, err
+	}
+	return d.current, nil
+}
+
+// Run refreshes the token until the container is gone, then removes the
+// directory and returns nil. It returns ctx.Err() when ctx ends first,
+// leaving the directory (and the still valid token) in place. Run and
+// Prepare must not be called concurrently.
+func (d *Daemon) Run(ctx context.Context) error {
+	if err := d.ensureDirs(); err != nil {
+		return err
+	}
+	log := d.opts.Logger
+	clock := d.opts.Clock
+	var next time.Time // zero: refresh at once unless Prepare left a token
+	if d.current.Value != "" {
+		next = d.refreshAt()
+	}
+	failures := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		alive, err := d.opts.Alive(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			log.Warn("cannot tell whether the container is alive; keeping its token fresh", "err", err)
+		case !alive:
+			log.Info("container is gone; removing its token directory", "dir", d.dir)
+			return d.Remove()
+		}
+		now := clock.Now()
+		if !now.Before(next) {
+			if err := d.refresh(ctx); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				failures++
+				wait := d.backoff(failures)
+				next = now.Add(wait)
+				if d.current.Valid(now) {
+					log.Warn("token refresh failed; retrying while the current token is valid",
+						"err", err, "attempt", failures, "retry_in", wait, "token", d.current)
+				} else {
+					log.Error("token refresh failed and no valid token is left; git in the container fails until a refresh succeeds",
+						"err", err, "attempt", failures, "retry_in", wait)
+				}
+			} else {
+				failures = 0
+				// Never spin: a token that GitHub says is already due
+				// (clock skew, tiny lifetime) is retried after MinBackoff.
+				next = later(d.refreshAt(), now.Add(d.opts.MinBackoff))
+				log.Info("token refreshed", "token", d.current, "next_refresh", next)
+			}
+		}
+		wake := min(next.Sub(now), d.opts.CheckInterval)
+		if err := clock.Sleep(ctx, wake); err != nil {
+			return err
+		}
+	}
+}
+
+// Remove deletes the container's token directory.
+func (d *Daemon) Remove() error {
+	if err := os.RemoveAll(d.dir); err != nil {
+		return &errdefs.FilesystemError{Op: "remove", Path: d.dir, Msg: "cannot remove the token directory", Err: err}
+	}
+	return nil
+}
+
+func (d *Daemon) ensureDirs() error {
+	if err := ensurePrivateDir(filepath.Dir(d.dir)); err != nil {
+		return err
+	}
+	return ensurePrivateDir(d.dir)
+}
+
+// refresh mints a token and writes it; on failure the old one stays.
+func (d *Daemon) refresh(ctx context.Context) error {
+	fetched := d.opts.Clock.Now()
+	tok, err := d.opts.Source.InstallationToken(ctx)
+	if err != nil {
+		return err
+	}
+	if err := writeTokenFile(d.dir, tok.Value); err != nil {
+		return err
+	}
+	d.current, d.fetched = tok, fetched
+	return nil
+}
+
+// refreshAt is when the current token should be replaced: RefreshBuffer
+// before its expiry, or half way through a lifetime shorter than twice the
+// buffer.
+func (d *Daemon) refreshAt() time.Time {
+	lifetime := d.current.ExpiresAt.Sub(d.fetched)
+	buffer := min(d.opts.RefreshBuffer, lifetime/2)
+	return d.current.ExpiresAt.Add(-buffer)
+}
+
+// backoff returns the wait after the n-th consecutive failure: MinBackoff
+// doubled per failure up to MaxBackoff, with "equal jitter" (between half
+// and all of it).
+func (d *Daemon) backoff(n int) time.Duration {
+	base := d.opts.MinBackoff
+	for i := 1; i < n && base < d.opts.MaxBackoff; i++ {
+		base *= 2
+	}
+	base = min(base, d.opts.MaxBackoff)
+	half := base / 2
+	return half + time.Duration(d.opts.Jitter()*float64(base-half))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,20 @@
+// Package tokendaemon keeps a fresh GitHub App installation token in a file
+// that a container sees read-only.
+//
+// For each container it owns one directory, $XDG_RUNTIME_DIR/podbot/<id>/
+// (mode 0700), holding ghapp_token (mode 0600). The token is replaced
+// atomically (temporary file in the same directory, fsync, rename, fsync of
+// the directory) a buffer before it expires; failures are retried with
+// exponential backoff and jitter. When the container is gone the directory
+// is removed and the daemon stops.
+//
+// Mount the directory, not the file, into the container (at
+// ContainerSecretsDir, read-only): a bind-mounted file keeps pointing at the
+// inode it was mounted with, so a renamed-in replacement would never be seen.
+// Inside the container the token is then ContainerTokenPath, which the git
+// askpass helper (AskpassScript) reads at every git prompt.
+//
+// The package knows containers only by id: callers say which containers
+// need tokens and whether one is still alive. Token values never appear in
+// logs, errors, argv or the environment.
+package tokendaemon

@@ -1,0 +1,123 @@
+package tokendaemon
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultListInterval is how often a Manager asks for containers.
+const DefaultListInterval = 30 * time.Second
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	// Daemon holds the settings shared by every container's daemon;
+	// its ContainerID and Alive fields are ignored.
+	Daemon Options
+	// List returns the ids of the containers that need tokens.
+	List func(ctx context.Context) ([]string, error)
+	// Alive reports whether the container id still exists.
+	Alive func(ctx context.Context, id string) (bool, error)
+	// ListInterval is how often List is called.
+	ListInterval time.Duration
+}
+
+// Manager runs one Daemon per container that needs a token, starting
+// daemons for new containers as List reports them. Each daemon stops on its
+// own when its container is gone.
+type Manager struct {
+	opts ManagerOptions
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]bool
+}
+
+// NewManager checks opts and returns a manager.
+func NewManager(opts ManagerOptions) (*Manager, error) {
+	if opts.List == nil || opts.Alive == nil || opts.Daemon.Source == nil {
+		return nil, errors.New("tokendaemon: ManagerOptions.List, Alive and Daemon.Source are required")
+	}
+	if _, err := TokenDir(opts.Daemon.RuntimeDir, "probe"); err != nil {
+		return nil, err
+	}
+	if opts.ListInterval <= 0 {
+		opts.ListInterval = DefaultListInterval
+	}
+	if opts.Daemon.Clock == nil {
+		opts.Daemon.Clock = SystemClock{}
+	}
+	log := opts.Daemon.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{opts: opts, log: log, running: map[string]bool{}}, nil
+}
+
+// Running returns the ids whose daemons are running, sorted.
+func (m *Manager) Running() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, 0, len(m.running))
+	for id := range m.running {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Run lists containers every ListInterval and starts a daemon for each new
+// one until ctx ends; it then waits for the daemons and returns nil.
+func (m *Manager) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	refused := map[string]bool{} // ids already reported as unusable
+	for {
+		ids, err := m.opts.List(ctx)
+		if err != nil && ctx.Err() == nil {
+			m.log.Warn("cannot list containers that need tokens", "err", err)
+		}
+		for _, id := range ids {
+			if ctx.Err() != nil {
+				break
+			}
+			m.start(ctx, &wg, id, refused)
+		}
+		if err := m.opts.Daemon.Clock.Sleep(ctx, m.opts.ListInterval); err != nil {
+			return nil
+		}
+	}
+}
+
+func (m *Manager) start(ctx context.Context, wg *sync.WaitGroup, id string, refused map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.running[id] {
+		return
+	}
+	opts := m.opts.Daemon
+	opts.ContainerID = id
+	opts.Alive = func(ctx context.Context) (bool, error) { return m.opts.Alive(ctx, id) }
+	d, err := New(opts)
+	if err != nil {
+		if !refused[id] {
+			refused[id] = true
+			m.log.Warn("cannot keep a token for this container", "container", id, "err", err)
+		}
+		return
+	}
+	m.running[id] = true
+	wg.Go(func() {
+		defer func() {
+			m.mu.Lock()
+			delete(m.running, id)
+			m.mu.Unlock()
+		}()
+		if err := d.Run(ctx); err != nil && ctx.Err() == nil {
+			m.log.Error("token daemon stopped", "container", id, "err", err)
+		}
+	})
+}
