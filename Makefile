@@ -1,0 +1,90 @@
+# podbot build, test and demo targets. Everything a target needs it installs
+# itself, idempotently: a fresh Debian machine as root needs only `make demo`
+# and `make check`.
+
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+export GOFLAGS := -buildvcs=false
+
+BIN        := $(CURDIR)/bin
+VERSION    := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' version.go)
+LDFLAGS    := -s -w
+GO_PKGS    := $(shell go list ./... 2>/dev/null | grep -v /e2e)
+ENGINES    := scripts/engines.sh
+FUZZTIME   ?= 10s
+
+.PHONY: all build deps engines engines-down image demo check vet fmt-check test race test-e2e bench fuzz clean
+
+all: build
+
+## build: podbot and the static in-container sidecar into ./bin
+build:
+	@mkdir -p $(BIN)
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/podbot ./cmd/podbot
+	CGO_ENABLED=0 go build -ldflags '$(LDFLAGS)' -o $(BIN)/podbot-sidecar ./cmd/podbot-sidecar
+
+## deps: Go modules (and, later, the npm test peers)
+deps:
+	go mod download
+
+## engines: install (if missing) and start Podman and dockerd on private sockets
+engines:
+	$(ENGINES) up
+
+engines-down:
+	$(ENGINES) down
+
+## image: build the sandbox image on both engines without a registry
+image: build engines
+	source <($(ENGINES) env) && \
+	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_PODMAN_SOCKET" image build --bootstrap && \
+	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_DOCKER_SOCKET" image build --bootstrap
+
+## demo: podbot's main job end to end on this machine
+demo: build engines image
+	source <($(ENGINES) env) && \
+	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_PODMAN_SOCKET" doctor && \
+	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_DOCKER_SOCKET" doctor
+
+## check: everything CI runs: vet, gofmt, unit tests under -race, short fuzz, e2e on both engines
+check: vet fmt-check race fuzz test-e2e
+
+vet:
+	go vet ./...
+	go vet -tags e2e ./e2e/...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+## test: unit tests only (no engine needed)
+test:
+	go test $(GO_PKGS)
+
+race:
+	go test -race $(GO_PKGS)
+
+## test-e2e: real Podman and real dockerd (started here), real peers
+test-e2e: build engines
+	source <($(ENGINES) env) && \
+	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 20m -v ./e2e/ 2>&1 | tee $(CURDIR)/.e2e.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e_test' ; \
+	  exit $${PIPESTATUS[0]}
+
+## bench: hot-path benchmarks, each printed with its ratio to a baseline measured in the same run
+bench: build engines
+	go test -run '^$$' -bench . -benchmem $(GO_PKGS)
+	source <($(ENGINES) env) && \
+	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -run '^$$' -bench . -benchtime 50x ./e2e/
+
+## fuzz: a short run of every fuzz target
+fuzz:
+	@set -e; for pkg in $(GO_PKGS); do \
+	  dir=$$(go list -f '{{.Dir}}' $$pkg); \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+	    echo "fuzz $$pkg $$f"; \
+	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null || { go test -run '^$$' -fuzz "^$$f$$" -fuzztime 1x $$pkg; exit 1; }; \
+	  done; \
+	done
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podbot/podbot"
+)
+
+func newImageCmd(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "image",
+		Short: "Manage the sandbox image",
+	}
+	var opts podbot.ImageBuildOptions
+	var asJSON bool
+	buildCmd := &cobra.Command{
+		Use:   "build",
+		Short: "Build the default sandbox image (localhost/podbot-sandbox)",
+		Long: `Build localhost/podbot-sandbox:<version> (also tagged latest) through the
+engine's build API from the embedded Containerfile: Debian bookworm with bash,
+coreutils, git, python3, ca-certificates and podbot's git askpass helper.
+
+--bootstrap needs no registry: it makes a Debian rootfs with mmdebstrap (cached
+under podbot's cache directory), imports it into the engine and builds on it.
+A build is skipped when an image from the same inputs exists, unless --force.`,
+		Example: `  podbot image build --bootstrap
+  podbot --engine-socket unix:///run/podman/podman.sock image build --force`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			conn, err := f.engine(cmd.Context())
+			if err != nil {
+				return err
+			}
+			opts.CacheDir = filepath.Join(f.cacheDir(), "images")
+			opts.Progress = func(line string) { fmt.Fprintln(f.ios.ErrOut, line) }
+			res, err := podbot.BuildImage(cmd.Context(), conn.API(), opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(f.ios.Out, res)
+			}
+			state := "built"
+			if res.Skipped {
+				state = "up to date"
+			}
+			_, err = fmt.Fprintf(f.ios.Out, "%s %s (%s)\n", res.Image, state, shortID(res.ID))
+			return err
+		},
+	}
+	fl := buildCmd.Flags()
+	fl.BoolVar(&opts.Bootstrap, "bootstrap", false, "build on a locally bootstrapped Debian rootfs (no registry needed)")
+	fl.BoolVar(&opts.Force, "force", false, "rebuild even when the image is current")
+	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.AddCommand(buildCmd)
+	return cmd
+}
+
+// shortID shortens an image or container id for display.
+func shortID(id string) string {
+	if i := len("sha256:"); len(id) > i && id[:i] == "sha256:" {
+		id = id[i:]
+	}
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

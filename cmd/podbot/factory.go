@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+)
+
+// factory builds what commands share, lazily and once: the effective
+// configuration, the logger and the engine connection.
+type factory struct {
+	ios     *ioStreams
+	environ []string
+	global  globalOptions
+	logger  *slog.Logger
+
+	loaded *config.Loaded
+	conn   *engine.Conn
+}
+
+func newFactory(ios *ioStreams, environ []string) *factory {
+	return &factory{
+		ios:     ios,
+		environ: environ,
+		logger:  slog.New(slog.NewTextHandler(ios.ErrOut, nil)),
+	}
+}
+
+// getenv reads a variable from the environment podbot was started with.
+func (f *factory) getenv(key string) string {
+	prefix := key + "="
+	for i := len(f.environ) - 1; i >= 0; i-- {
+		if strings.HasPrefix(f.environ[i], prefix) {
+			return f.environ[i][len(prefix):]
+		}
+	}
+	return ""
+}
+
+// flagOverrides returns the global flags the user set, keyed by config key.
+func (f *factory) flagOverrides() map[string]string {
+	m := map[string]string{}
+	if f.global.engineSocket != "" {
+		m["engine_socket"] = f.global.engineSocket
+	}
+	if f.global.image != "" {
+		m["image"] = f.global.image
+	}
+	return m
+}
+
+// flagNames names the flag behind each overridden key, for config sources.
+func flagNames(flags map[string]string) map[string]string {
+	names := make(map[string]string, len(flags))
+	for k := range flags {
+		names[k] = "--" + strings.ReplaceAll(strings.ReplaceAll(k, ".", "-"), "_", "-")
+	}
+	return names
+}
+
+// config loads and validates the layered configuration once.
+func (f *factory) config(extra map[string]string) (*config.Loaded, error) {
+	if f.loaded != nil {
+		return f.loaded, nil
+	}
+	flags := f.flagOverrides()
+	for k, v := range extra {
+		flags[k] = v
+	}
+	loaded, err := config.Load(config.LoadOptions{
+		ConfigPath: f.global.configPath,
+		Environ:    f.environ,
+		Flags:      flags,
+		FlagNames:  flagNames(flags),
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.loaded = loaded
+	return loaded, nil
+}
+
+// engine resolves the endpoint, connects and pings the engine once.
+func (f *factory) engine(ctx context.Context) (*engine.Conn, error) {
+	if f.conn != nil {
+		return f.conn, nil
+	}
+	loaded, err := f.config(nil)
+	if err != nil {
+		return nil, err
+	}
+	ep, source, err := f.endpoint(loaded)
+	if err != nil {
+		return nil, err
+	}
+	f.logger.Debug("engine endpoint", "endpoint", ep.String(), "source", source)
+	conn, err := engine.Connect(ctx, ep, f.tlsOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Ping(ctx, 0); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	f.conn = conn
+	return conn, nil
+}
+
+func (f *factory) endpoint(loaded *config.Loaded) (engine.Endpoint, string, error) {
+	in := engine.ResolveInput{
+		Flag:      f.global.engineSocket,
+		PodbotEnv: f.getenv("PODBOT_ENGINE_SOCKET"),
+		Environ:   f.environ,
+	}
+	if src := loaded.Sources["engine_socket"]; src != "" && src != "default" && !strings.HasPrefix(src, "--") && !strings.HasPrefix(src, "PODBOT_") {
+		in.ConfigValue = loaded.Config.EngineSocket
+	}
+	return engine.Resolve(in)
+}
+
+func (f *factory) tlsOptions() []engine.Option {
+	return []engine.Option{engine.WithTLSFromEnviron(f.environ)}
+}
+
+func (f *factory) close() {
+	if f.conn != nil {
+		f.conn.Close()
+	}
+}
+
+// wrapHandler is where log redaction is installed.
+func (f *factory) wrapHandler(h slog.Handler) slog.Handler { return h }
+
+func isProcessExit(err error) bool {
+	var exit *errdefs.ExitError
+	return errors.As(err, &exit)
+}
+
+// cacheDir is podbot's cache directory: $XDG_CACHE_HOME/podbot, else ~/.cache/podbot.
+func (f *factory) cacheDir() string {
+	if d := f.getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "podbot")
+	}
+	if home := f.getenv("HOME"); filepath.IsAbs(home) {
+		return filepath.Join(home, ".cache", "podbot")
+	}
+	return filepath.Join(os.TempDir(), "podbot-cache")
+}

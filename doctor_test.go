@@ -1,0 +1,83 @@
+package podbot
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/errdefs"
+)
+
+type fakeDevice struct{}
+
+func (fakeDevice) Name() string       { return "fuse" }
+func (fakeDevice) Size() int64        { return 0 }
+func (fakeDevice) Mode() fs.FileMode  { return fs.ModeDevice | fs.ModeCharDevice | 0o666 }
+func (fakeDevice) ModTime() time.Time { return time.Time{} }
+func (fakeDevice) IsDir() bool        { return false }
+func (fakeDevice) Sys() any           { return nil }
+
+func TestDoctorWithoutEngine(t *testing.T) {
+	probe := HostProbe{
+		Stat: func(string) (os.FileInfo, error) { return nil, fs.ErrNotExist },
+		ReadFile: func(p string) ([]byte, error) {
+			if p == "/proc/sys/user/max_user_namespaces" {
+				return []byte("0\n"), nil
+			}
+			return nil, fs.ErrNotExist
+		},
+	}
+	r := Doctor(context.Background(), DoctorOptions{
+		Config:      &config.Loaded{Config: config.Default(), Sources: map[string]string{"image": "PODBOT_IMAGE"}},
+		EndpointErr: &errdefs.ContainerError{Op: "resolve", Reason: errdefs.ErrNotFound, Msg: "no engine socket found"},
+		Host:        probe,
+	})
+	want := map[string]CheckStatus{
+		"config":          CheckOK,
+		"engine endpoint": CheckFail,
+		"sidecar":         CheckWarn,
+		"/dev/fuse":       CheckWarn,
+		"user namespaces": CheckWarn,
+	}
+	got := map[string]CheckStatus{}
+	for _, c := range r.Checks {
+		got[c.Name] = c.Status
+		if c.Status != CheckOK && c.Fix == "" && c.Name != "user namespaces" {
+			t.Errorf("check %s is %s without a fix", c.Name, c.Status)
+		}
+	}
+	for name, st := range want {
+		if got[name] != st {
+			t.Errorf("check %q = %q, want %q (all: %+v)", name, got[name], st, r.Checks)
+		}
+	}
+	if !r.Failed() {
+		t.Error("report with a failed check says it did not fail")
+	}
+}
+
+func TestDoctorConfigErrorIsReported(t *testing.T) {
+	cfgErr := &errdefs.ConfigError{Key: "sandbox.privileged", Source: "PODBOT_SANDBOX_PRIVILEGED", Reason: errdefs.ErrInvalidValue, Msg: "expected true or false"}
+	r := Doctor(context.Background(), DoctorOptions{ConfigErr: cfgErr, EndpointErr: errors.New("not resolved"),
+		Host: HostProbe{Stat: func(string) (os.FileInfo, error) { return fakeDevice{}, nil },
+			ReadFile: func(string) ([]byte, error) { return []byte("100"), nil }}})
+	if r.Checks[0].Name != "config" || r.Checks[0].Status != CheckFail || !strings.Contains(r.Checks[0].Detail, "sandbox.privileged") {
+		t.Fatalf("first check %+v", r.Checks[0])
+	}
+}
+
+func TestBoundingCap(t *testing.T) {
+	status := "Name:\tx\nCapBnd:\t000001fffeffffff\n"
+	h := HostProbe{ReadFile: func(string) ([]byte, error) { return []byte(status), nil }}
+	if has, ok := boundingCap(h, capSysResource); !ok || has {
+		t.Errorf("CAP_SYS_RESOURCE: has=%v ok=%v, want false true", has, ok)
+	}
+	if has, ok := boundingCap(h, 0); !ok || !has {
+		t.Errorf("CAP_CHOWN: has=%v ok=%v", has, ok)
+	}
+}
