@@ -36,7 +36,7 @@ const state = {
   initializeMeta: null,
 };
 
-// inspectInitialize watches the raw bytes on stdin and keeps the
+// inspectingStream watches the raw bytes on stdin and keeps the
 // clientCapabilities of the last initialize request exactly as sent.
 function inspectingStream(input) {
   let pending = Buffer.alloc(0);
