@@ -1,0 +1,294 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"unicode/utf8"
+)
+
+// member is one name/value pair of a JSON object, in document order.
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// message is a parsed top-level JSON-RPC frame.
+type message struct {
+	members   []member
+	method    string
+	hasMethod bool
+	id        json.RawMessage
+	hasID     bool
+	params    json.RawMessage
+	hasParams bool
+}
+
+var (
+	errInvalidJSON = errors.New("not valid JSON")
+	errNotObject   = errors.New("not a JSON object")
+	errBadUTF8     = errors.New("invalid UTF-8")
+	errBareCR      = errors.New(`bare "\r" inside the frame`)
+	errDuplicate   = errors.New("repeated method, id or params member")
+	errMethodType  = errors.New("method is not a string")
+	errIDType      = errors.New("id is not a string, number or null")
+	errParamsShape = errors.New("initialize params are not an object")
+)
+
+// trimTerminator splits a frame into its content and its line ending
+// ("\r\n", "\n" or none). A "\r" at the very end of a frame without "\n"
+// counts as part of the ending too.
+func trimTerminator(frame []byte) (content, term []byte) {
+	n := len(frame)
+	switch {
+	case bytes.HasSuffix(frame, []byte("\r\n")):
+		return frame[:n-2], frame[n-2:]
+	case bytes.HasSuffix(frame, []byte("\n")), bytes.HasSuffix(frame, []byte("\r")):
+		return frame[:n-1], frame[n-1:]
+	}
+	return frame, nil
+}
+
+// isBlank reports whether content holds only JSON whitespace.
+func isBlank(content []byte) bool {
+	return len(bytes.TrimLeft(content, " \t\r\n")) == 0
+}
+
+// parseObject reads exactly one JSON object from data and returns its
+// members in order, duplicates included. Values are sub-slices of data.
+func parseObject(data []byte) ([]member, error) {
+	if !json.Valid(data) {
+		return nil, errInvalidJSON
+	}
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, errNotObject
+	}
+	var members []member
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] != '}' {
+		// data is valid JSON: a key string, ':', a value, then ',' or '}'.
+		kEnd := skipString(data, i)
+		key, ok := decodeString(data[i:kEnd])
+		if !ok {
+			return nil, errInvalidJSON
+		}
+		i = skipSpace(data, kEnd) + 1 // ':'
+		vStart := skipSpace(data, i)
+		vEnd := skipValue(data, vStart)
+		members = append(members, member{key: key, value: json.RawMessage(data[vStart:vEnd])})
+		i = skipSpace(data, vEnd)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return members, nil
+}
+
+// decodeString decodes a JSON string token, taking the fast path when it
+// holds no escapes.
+func decodeString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at data[i].
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(data)
+}
+
+// skipValue returns the index just past the value starting at data[i].
+func skipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return i
+	}
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				i = skipString(data, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return len(data)
+	}
+	for i < len(data) {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// parseMessage checks a frame's content and reads its method, id and params.
+func parseMessage(content []byte) (*message, error) {
+	if !utf8.Valid(content) {
+		return nil, errBadUTF8
+	}
+	if bytes.IndexByte(content, '\r') >= 0 {
+		return nil, errBareCR
+	}
+	members, err := parseObject(content)
+	if err != nil {
+		return nil, err
+	}
+	m := &message{members: members}
+	for _, mb := range members {
+		switch {
+		case strings.EqualFold(mb.key, "method"):
+			if m.hasMethod {
+				return nil, errDuplicate
+			}
+			m.hasMethod = true
+			method, ok := decodeString(mb.value)
+			if !ok {
+				return nil, errMethodType
+			}
+			m.method = method
+		case strings.EqualFold(mb.key, "id"):
+			if m.hasID {
+				return nil, errDuplicate
+			}
+			if !scalarID(mb.value) {
+				return nil, errIDType
+			}
+			m.hasID, m.id = true, mb.value
+		case strings.EqualFold(mb.key, "params"):
+			if m.hasParams {
+				return nil, errDuplicate
+			}
+			m.hasParams, m.params = true, mb.value
+		}
+	}
+	return m, nil
+}
+
+// scalarID reports whether raw is a JSON string, number or null: the id
+// types JSON-RPC 2.0 allows.
+func scalarID(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	switch c := raw[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9':
+		return true
+	case c == 'n':
+		return string(raw) == "null"
+	}
+	return false
+}
+
+// idKey turns an id into a key that matches the same id written the same
+// way by the same peer.
+func idKey(raw json.RawMessage) string {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s:" + s
+		}
+	}
+	return "v:" + string(raw)
+}
+
+// head is what the first bytes of an oversize frame reveal.
+type head struct {
+	id         json.RawMessage
+	hasID      bool
+	hasMethod  bool
+	isResponse bool
+}
+
+// scanHead reads as many top-level members of a truncated JSON object as
+// are complete in data.
+func scanHead(data []byte) head {
+	var h head
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return h
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return h
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return h
+		}
+		switch {
+		case strings.EqualFold(key, "method"):
+			h.hasMethod = true
+		case strings.EqualFold(key, "result"), strings.EqualFold(key, "error"):
+			h.isResponse = true
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return h
+		}
+		if strings.EqualFold(key, "id") && !h.hasID && scalarID(raw) {
+			h.id, h.hasID = raw, true
+		}
+	}
+	return h
+}
+
+// encodeObject writes members as a JSON object, keeping their order.
+func encodeObject(members []member) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, mb := range members {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(&b, mb.key)
+		b.WriteByte(':')
+		b.Write(mb.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// writeString writes s as a JSON string without HTML escaping.
+func writeString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)       // a string always encodes
+	b.Truncate(b.Len() - 1) // Encode adds "\n"
+}
