@@ -13,7 +13,7 @@ GO_PKGS    := $(shell go list ./... 2>/dev/null | grep -v /e2e)
 ENGINES    := scripts/engines.sh
 FUZZTIME   ?= 10s
 
-.PHONY: all build deps engines engines-down image demo check vet fmt-check test race test-e2e bench fuzz clean
+.PHONY: all build deps peers engines engines-down image demo check vet fmt-check test race test-e2e bench fuzz clean
 
 all: build
 
@@ -64,16 +64,21 @@ test:
 race:
 	go test -race $(GO_PKGS)
 
+## peers: the real third-party peers the e2e suite drives (npm, pinned)
+peers:
+	scripts/peers.sh install
+	scripts/peers.sh bundle
+
 ## test-e2e: real Podman and real dockerd (started here), real peers
-test-e2e: build engines
-	source <($(ENGINES) env) && \
+test-e2e: build engines peers image
+	source <($(ENGINES) env) && source <(scripts/peers.sh env) && \
 	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 20m -v ./e2e/ 2>&1 | tee $(CURDIR)/.e2e.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e_test' ; \
 	  exit $${PIPESTATUS[0]}
 
 ## bench: hot-path benchmarks, each printed with its ratio to a baseline measured in the same run
-bench: build engines
+bench: build engines peers image
 	go test -run '^$$' -bench . -benchmem $(GO_PKGS)
-	source <($(ENGINES) env) && \
+	source <($(ENGINES) env) && source <(scripts/peers.sh env) && \
 	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -run '^$$' -bench . -benchtime 50x ./e2e/
 
 ## fuzz: a short run of every fuzz target
@@ -81,8 +86,8 @@ fuzz:
 	@set -e; for pkg in $(GO_PKGS); do \
 	  dir=$$(go list -f '{{.Dir}}' $$pkg); \
 	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
-	    echo "fuzz $$pkg $$f"; \
-	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null || { go test -run '^$$' -fuzz "^$$f$$" -fuzztime 1x $$pkg; exit 1; }; \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    out=$$(go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
 	  done; \
 	done
 
