@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/containerd/errdefs/pkg/errhttp"
+	"github.com/docker/docker/client"
+)
+
+// maxRawBody bounds a JSON answer read by getJSON.
+const maxRawBody = 1 << 20
+
+// execState is the engine's exec inspect answer, read raw so that a missing
+// exit code (null) can be told from exit code 0.
+type execState struct {
+	Running       bool
+	ExitCode      *int64
+	ProcessConfig *execProcessConfig
+}
+
+type execProcessConfig struct {
+	Entrypoint string   `json:"entrypoint"`
+	Arguments  []string `json:"arguments"`
+}
+
+func (c *Conn) execInspect(ctx context.Context, execID string) (execState, error) {
+	var st execState
+	err := c.getJSON(ctx, "/exec/"+url.PathEscape(execID)+"/json", &st)
+	return st, err
+}
+
+// getJSON GETs a versioned API path and decodes the bounded answer. Error
+// answers carry the errdefs class of their HTTP status, as the client's own
+// calls do, so Classify treats both alike.
+func (c *Conn) getJSON(ctx context.Context, path string, v any) error {
+	base := "http://" + client.DummyHost
+	switch {
+	case useTLS(c.ep, c.opts):
+		base = "https://" + c.ep.Address
+	case c.ep.Scheme == SchemeHTTP:
+		base = "http://" + c.ep.Address
+	}
+	u := base + "/v" + c.api.ClientVersion() + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.api.HTTPClient().Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRawBody+1))
+	if err != nil {
+		return err
+	}
+	if len(body) > maxRawBody {
+		return fmt.Errorf("GET %s: answer larger than %d bytes", path, maxRawBody)
+	}
+	if resp.StatusCode >= 400 {
+		var e struct{ Message string }
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Message != "" {
+			msg = e.Message
+		}
+		return fmt.Errorf("Error response from daemon: %s: %w", truncate(msg, maxErrorText), errhttp.ToNative(resp.StatusCode))
+	}
+	return json.Unmarshal(body, v)
+}
