@@ -10,6 +10,7 @@ import (
 
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/github"
 )
 
 // CheckStatus is the verdict of one doctor check.
@@ -96,12 +97,17 @@ type DoctorOptions struct {
 	SidecarSearched []string
 	// Host reads host facts; the zero value reads the real host.
 	Host HostProbe
+	// GitHubApp builds the GitHub App client the GitHub checks use when the
+	// configuration names an App; nil means github.NewApp. Tests point it at
+	// a fake API.
+	GitHubApp func(cfg github.AppConfig) (*github.App, error)
 }
 
 // Doctor checks that podbot can work on this host: configuration, engine
 // endpoint and reachability, engine kind and versions, OCI runtime and
-// cgroups, rootless mode, default image, sidecar binary, and the kernel
-// features nested containers need. It never returns an error: every problem
+// cgroups, rootless mode, default image, sidecar binary, the kernel
+// features nested containers need and, when one is configured, the GitHub
+// App (key, App, installation). It never returns an error: every problem
 // is a failed or warning check with a one-line fix.
 func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 	var r DoctorReport
@@ -132,6 +138,9 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 			"install podbot-sidecar next to podbot (make build), or set PODBOT_SIDECAR_PATH")
 	}
 	doctorHost(opts.Host, r.Engine, add)
+	if opts.Config != nil && opts.Config.Config.GitHub.Configured() {
+		doctorGitHub(ctx, opts.Config.Config.GitHub, opts.GitHubApp, add)
+	}
 	return r
 }
 

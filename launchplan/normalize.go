@@ -14,6 +14,9 @@ const (
 	LabelIntent    = "podbot.intent"
 	LabelAgentKind = "podbot.agent.kind"
 	LabelSession   = "podbot.session"
+	// LabelGitHubToken is "true" on a container whose token directory is
+	// mounted (WithTokenMount): podbot token-daemon keeps its token fresh.
+	LabelGitHubToken = "podbot.github_token"
 )
 
 var (

@@ -232,7 +232,8 @@ func WithLabels(labels map[string]string) Option {
 // at /run/secrets, so the token is /run/secrets/ghapp_token. The directory is
 // mounted rather than the file because the token daemon replaces the file by
 // atomic rename, and a bind-mounted file would keep showing the old inode.
-// The host path must be canonical and end in ghapp_token.
+// The host path must be canonical and end in ghapp_token. The container is
+// labelled LabelGitHubToken=true so podbot token-daemon can find it.
 func WithTokenMount(hostFile string) Option {
 	return func(p *Plan) error {
 		if err := checkHostPath("token_file", hostFile); err != nil {
@@ -242,7 +243,14 @@ func WithTokenMount(hostFile string) Option {
 			return configError("token_file", errdefs.ErrInvalidValue,
 				"token file %q must be named %s", hostFile, TokenFileName)
 		}
-		return addMount(p, Mount{Source: filepath.Dir(hostFile), Target: TokenMountTarget, ReadOnly: true, Origin: "token_file"})
+		if err := addMount(p, Mount{Source: filepath.Dir(hostFile), Target: TokenMountTarget, ReadOnly: true, Origin: "token_file"}); err != nil {
+			return err
+		}
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[LabelGitHubToken] = "true"
+		return nil
 	}
 }
 

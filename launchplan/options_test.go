@@ -318,6 +318,9 @@ func TestWithTokenMount(t *testing.T) {
 	if m.Source != "/run/user/1000/podbot/c1" || m.Target != "/run/secrets" || !m.ReadOnly || m.Type != "bind" {
 		t.Errorf("token mount = %+v", m)
 	}
+	if p.Labels[LabelGitHubToken] != "true" {
+		t.Errorf("labels = %v, want %s=true", p.Labels, LabelGitHubToken)
+	}
 	for _, bad := range []string{"relative/ghapp_token", "/run/x/../y/ghapp_token", "/run/x/token"} {
 		_, err := applyOne(t, WithTokenMount(bad))
 		wantConfigError(t, err, "token_file", errdefs.ErrInvalidValue)

@@ -16,6 +16,8 @@ func newImageCmd(f *factory) *cobra.Command {
 	}
 	var opts podbot.ImageBuildOptions
 	var asJSON bool
+	var agents string
+	var caCerts []string
 	buildCmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the default sandbox image (localhost/podbot-sandbox)",
@@ -25,8 +27,16 @@ coreutils, git, python3, ca-certificates and podbot's git askpass helper.
 
 --bootstrap needs no registry: it makes a Debian rootfs with mmdebstrap (cached
 under podbot's cache directory), imports it into the engine and builds on it.
-A build is skipped when an image from the same inputs exists, unless --force.`,
+A build is skipped when an image from the same inputs exists, unless --force.
+
+--agents also builds localhost/podbot-agent:<version> (and latest) on top of
+it: Podman configured for nested containers (fuse-overlayfs, slirp4netns,
+uidmap, runc, vfs storage), Node.js and npm, and the listed agent CLIs
+(claude, codex; "none" for Podman only) at the versions podbot pins. Use it
+with image = "localhost/podbot-agent:latest". Behind a TLS-intercepting
+proxy, --ca-cert adds its CA certificate so npm reaches the registry.`,
 		Example: `  podbot image build --bootstrap
+  podbot image build --bootstrap --agents claude,codex
   podbot --engine-socket unix:///run/podman/podman.sock image build --force`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -36,27 +46,51 @@ A build is skipped when an image from the same inputs exists, unless --force.`,
 			}
 			opts.CacheDir = filepath.Join(f.cacheDir(), "images")
 			opts.Progress = func(line string) { fmt.Fprintln(f.ios.ErrOut, line) }
+			var agentList []string
+			if cmd.Flags().Changed("agents") {
+				if agentList, err = podbot.ParseAgents(agents); err != nil {
+					return err
+				}
+			}
 			res, err := podbot.BuildImage(cmd.Context(), conn.API(), opts)
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSON(f.ios.Out, res)
+			if cmd.Flags().Changed("agents") {
+				if err := printBuild(f, res, asJSON); err != nil {
+					return err
+				}
+				res, err = podbot.BuildAgentImage(cmd.Context(), conn.API(), podbot.AgentImageOptions{
+					Base: res.Image, Agents: agentList, CACerts: caCerts, Force: opts.Force, Progress: opts.Progress,
+				})
+				if err != nil {
+					return err
+				}
 			}
-			state := "built"
-			if res.Skipped {
-				state = "up to date"
-			}
-			_, err = fmt.Fprintf(f.ios.Out, "%s %s (%s)\n", res.Image, state, shortID(res.ID))
-			return err
+			return printBuild(f, res, asJSON)
 		},
 	}
 	fl := buildCmd.Flags()
 	fl.BoolVar(&opts.Bootstrap, "bootstrap", false, "build on a locally bootstrapped Debian rootfs (no registry needed)")
 	fl.BoolVar(&opts.Force, "force", false, "rebuild even when the image is current")
 	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fl.StringVar(&agents, "agents", "", "also build the agent image with these agent CLIs: `LIST` of claude, codex, or none")
+	fl.StringArrayVar(&caCerts, "ca-cert", nil, "extra CA certificate `PEM` file the agent image trusts (repeatable)")
 	cmd.AddCommand(buildCmd)
 	return cmd
+}
+
+// printBuild prints one image build result.
+func printBuild(f *factory, res podbot.ImageBuildResult, asJSON bool) error {
+	if asJSON {
+		return writeJSON(f.ios.Out, res)
+	}
+	state := "built"
+	if res.Skipped {
+		state = "up to date"
+	}
+	_, err := fmt.Fprintf(f.ios.Out, "%s %s (%s)\n", res.Image, state, shortID(res.ID))
+	return err
 }
 
 // shortID shortens an image or container id for display.

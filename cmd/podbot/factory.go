@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 )
@@ -20,6 +21,9 @@ type factory struct {
 	environ []string
 	global  globalOptions
 	logger  *slog.Logger
+	// redactor masks secret values (allowlisted environment values and
+	// configured secrets) in every log line and progress message.
+	redactor *creds.Redactor
 
 	loaded *config.Loaded
 	conn   *engine.Conn
@@ -27,9 +31,10 @@ type factory struct {
 
 func newFactory(ios *ioStreams, environ []string) *factory {
 	return &factory{
-		ios:     ios,
-		environ: environ,
-		logger:  slog.New(slog.NewTextHandler(ios.ErrOut, nil)),
+		ios:      ios,
+		environ:  environ,
+		logger:   slog.New(slog.NewTextHandler(ios.ErrOut, nil)),
+		redactor: creds.NewRedactor(),
 	}
 }
 
@@ -135,8 +140,11 @@ func (f *factory) close() {
 	}
 }
 
-// wrapHandler is where log redaction is installed.
-func (f *factory) wrapHandler(h slog.Handler) slog.Handler { return h }
+// wrapHandler installs log redaction: every record passes through the
+// factory's redactor before it is written.
+func (f *factory) wrapHandler(h slog.Handler) slog.Handler {
+	return creds.NewRedactingHandler(h, f.redactor)
+}
 
 func isProcessExit(err error) bool {
 	var exit *errdefs.ExitError

@@ -78,6 +78,17 @@ Only podbot, on the host, ever holds the engine socket.`,
 		newConfigCmd(f),
 		newDoctorCmd(f),
 		newImageCmd(f),
+		newCreateCmd(f, nil),
+		newExecCmd(f, nil),
+		newRunCmd(f, nil),
+		newPsCmd(f, nil),
+		newStopCmd(f, nil),
+		newRmCmd(f, nil),
+		newLogsCmd(f, nil),
+		newPruneCmd(f, nil),
+		newTokenDaemonCmd(f, nil),
+		newHostCmd(f, nil),
+		newToolsCmd(f),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/config"
+)
+
+// createOptions are podbot create's flags and arguments.
+type createOptions struct {
+	name       string
+	network    string
+	readOnly   bool
+	memory     string
+	cpus       float64
+	pidsLimit  int64
+	privileged bool
+	command    []string
+
+	// set records which flags were given, so unset ones keep the config's value.
+	readOnlySet, privilegedSet bool
+}
+
+func newCreateCmd(f *factory, runF func(context.Context, *createOptions) error) *cobra.Command {
+	opts := &createOptions{}
+	cmd := &cobra.Command{
+		Use:                   "create [flags] [-- CMD...]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Create and start a hardened sandbox to exec into",
+		Long: `Create and start a hardened sandbox container from podbot's default plan,
+with no agent, and print its name on stdout.
+
+The sandbox keeps all the hardening of an agent container: capabilities
+dropped to a short list, no-new-privileges, the engine's seccomp profile,
+memory, CPU and process limits, and never the engine socket. Its main
+process is "podbot-sidecar init" (bind-mounted read-only from the host, so
+the engine must run on this machine), which keeps it alive and reaps
+zombies; give a command after -- to run that instead.
+
+Flags override the [sandbox] section of the configuration; the global
+--image flag picks the image.`,
+		Example: `  name=$(podbot create --network none --read-only --memory 512m)
+  podbot exec "$name" -- sh -c 'id; cat /proc/self/status | grep Cap'
+  podbot create --name scratch --pids-limit 100 -- sleep 3600`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fl := cmd.Flags()
+			opts.readOnlySet = fl.Changed("read-only")
+			opts.privilegedSet = fl.Changed("privileged")
+			if fl.Changed("cpus") && !(opts.cpus > 0) {
+				return &usageError{msg: fmt.Sprintf("--cpus %v: expected a positive number of CPUs, e.g. 1.5", opts.cpus)}
+			}
+			if fl.Changed("pids-limit") && opts.pidsLimit <= 0 {
+				return &usageError{msg: fmt.Sprintf("--pids-limit %d: expected a positive number of processes", opts.pidsLimit)}
+			}
+			if fl.Changed("memory") {
+				if _, err := memoryBytes(opts.memory); err != nil {
+					return err
+				}
+			}
+			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				return &usageError{msg: fmt.Sprintf("unexpected argument %q: put the container command after --", args[0])}
+			}
+			opts.command = args
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return createRun(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.name, "name", "", "container `NAME` (default podbot-sandbox-<id>)")
+	fl.StringVar(&opts.network, "network", "", "network: none, bridge or a network `NAME` (default: sandbox.network, else the engine's bridge)")
+	fl.BoolVar(&opts.readOnly, "read-only", false, "read-only root filesystem with a writable tmpfs /tmp")
+	fl.StringVar(&opts.memory, "memory", "", "memory limit `SIZE`, e.g. 256m or 2g (default: sandbox.memory)")
+	fl.Float64Var(&opts.cpus, "cpus", 0, "CPU limit in `CPUS`, e.g. 1.5 (default: sandbox.cpus)")
+	fl.Int64Var(&opts.pidsLimit, "pids-limit", 0, "process limit `N` (default: sandbox.pids_limit)")
+	fl.BoolVar(&opts.privileged, "privileged", false, "privileged profile (needs an engine that can run privileged containers)")
+	return cmd
+}
+
+// memoryBytes parses a --memory value.
+func memoryBytes(s string) (int64, error) {
+	n, err := config.ParseSize(s)
+	if err != nil || n <= 0 {
+		return 0, &usageError{msg: fmt.Sprintf("--memory %q: expected a positive size such as 256m or 2g", s)}
+	}
+	return n.Bytes(), nil
+}
+
+// toLibrary turns parsed flags into library options.
+func (o *createOptions) toLibrary(cfg config.Config, sidecar string) (podbot.CreateOptions, error) {
+	out := podbot.CreateOptions{
+		Config:      cfg,
+		Name:        o.name,
+		Network:     o.network,
+		PidsLimit:   o.pidsLimit,
+		Command:     o.command,
+		SidecarPath: sidecar,
+	}
+	if o.memory != "" {
+		n, err := memoryBytes(o.memory)
+		if err != nil {
+			return out, err
+		}
+		out.MemoryBytes = n
+	}
+	if o.cpus > 0 {
+		out.NanoCPUs = int64(math.Round(o.cpus * 1e9))
+	}
+	if o.readOnlySet {
+		ro := o.readOnly
+		out.ReadOnlyRootfs = &ro
+	}
+	if o.privilegedSet {
+		p := o.privileged
+		out.Privileged = &p
+	}
+	return out, nil
+}
+
+func createRun(ctx context.Context, f *factory, opts *createOptions) error {
+	loaded, err := f.config(nil)
+	if err != nil {
+		return err
+	}
+	conn, err := f.engine(ctx)
+	if err != nil {
+		return err
+	}
+	sidecar := ""
+	if len(opts.command) == 0 {
+		var searched []string
+		sidecar, searched = f.findSidecar()
+		if sidecar == "" {
+			f.logger.Warn("podbot-sidecar not found; the sandbox runs `sleep infinity`, which does not reap zombies",
+				"searched", searched)
+		}
+	}
+	lib, err := opts.toLibrary(loaded.Config, sidecar)
+	if err != nil {
+		return err
+	}
+	res, err := podbot.Create(ctx, conn, lib)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f.ios.Out, res.Name)
+	return err
+}

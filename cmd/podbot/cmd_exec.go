@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/errdefs"
+)
+
+// execOptions are podbot exec's flags and arguments.
+type execOptions struct {
+	detach, tty, noTTY, any bool
+	env                     []string
+	workdir, user           string
+	ref                     string
+	command                 []string
+}
+
+func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cobra.Command {
+	opts := &execOptions{}
+	cmd := &cobra.Command{
+		Use:                   "exec [-d] [-t|-T] [-e K=V] [-w DIR] [-u USER] CONTAINER -- CMD...",
+		DisableFlagsInUseLine: true,
+		Short:                 "Run a command in a running podbot container",
+		Long: `Run a command in a running container and pass on its exit status as
+podbot's own (a command killed by a signal gives 128+signal).
+
+A terminal is allocated when both podbot's stdin and stdout are terminals;
+-t forces one, -T refuses one. With a terminal, the local terminal is put in
+raw mode (always restored) and window resizes are passed on. Without one,
+stdout carries the command's stdout bytes only and stderr its stderr; stdin
+is passed through and its end closes the command's stdin. -d passes no
+stdin, discards the output and waits for the command to finish.
+
+The container is named by its name, its id or a unique id prefix;
+containers podbot did not create are refused unless --any is given.`,
+		Example: `  podbot exec podbot-sandbox-1a2b3c4d5e6f -- bash
+  podbot exec -T 1a2b3c -- tar -C /tmp -cf - . > tmp.tar
+  podbot exec -d -e MODE=batch -w /tmp 1a2b3c -- sh -c './job > job.log'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.parseArgs(args); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return execRun(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.SetInterspersed(false)
+	fl.BoolVarP(&opts.detach, "detach", "d", false, "no stdin, output discarded; wait for the command to finish")
+	fl.BoolVarP(&opts.tty, "tty", "t", false, "allocate a terminal even when stdin or stdout is not one")
+	fl.BoolVarP(&opts.noTTY, "no-tty", "T", false, "never allocate a terminal")
+	fl.StringArrayVarP(&opts.env, "env", "e", nil, "set an environment variable `K=V` (repeatable)")
+	fl.StringVarP(&opts.workdir, "workdir", "w", "", "working `DIR` in the container")
+	fl.StringVarP(&opts.user, "user", "u", "", "`USER` (name, uid or uid:gid) to run as")
+	fl.BoolVar(&opts.any, "any", false, "allow containers podbot did not create")
+	return cmd
+}
+
+// parseArgs splits CONTAINER [--] CMD... and checks the flag combination.
+func (o *execOptions) parseArgs(args []string) error {
+	o.ref, o.command = args[0], args[1:]
+	if len(o.command) > 0 && o.command[0] == "--" {
+		o.command = o.command[1:]
+	}
+	switch {
+	case len(o.command) == 0:
+		return &usageError{msg: "no command: podbot exec CONTAINER -- CMD..."}
+	case o.tty && o.noTTY:
+		return &usageError{msg: "-t and -T contradict each other: pick one"}
+	case o.detach && o.tty:
+		return &usageError{msg: "-d attaches no streams, so -t has no terminal to give: drop one of them"}
+	}
+	for _, e := range o.env {
+		if k, _, ok := splitEnv(e); !ok || k == "" {
+			return &usageError{msg: fmt.Sprintf("-e %q: expected KEY=VALUE", e)}
+		}
+	}
+	return nil
+}
+
+func splitEnv(e string) (string, string, bool) {
+	for i := 0; i < len(e); i++ {
+		if e[i] == '=' {
+			return e[:i], e[i+1:], true
+		}
+	}
+	return e, "", false
+}
+
+// wantTTY decides whether the exec gets a terminal.
+func (o *execOptions) wantTTY(inTTY, outTTY bool) bool {
+	switch {
+	case o.detach || o.noTTY:
+		return false
+	case o.tty:
+		return true
+	}
+	return inTTY && outTTY
+}
+
+func execRun(ctx context.Context, f *factory, opts *execOptions) error {
+	conn, err := f.engine(ctx)
+	if err != nil {
+		return err
+	}
+	lib := podbot.ExecOptions{
+		Cmd: opts.command, Env: opts.env, WorkingDir: opts.workdir, User: opts.user,
+		TTY: opts.wantTTY(f.ios.InTTY, f.ios.OutTTY), Detach: opts.detach, Any: opts.any, Logger: f.logger,
+	}
+	if !opts.detach {
+		lib.Stdin, lib.Stdout, lib.Stderr = f.ios.In, f.ios.Out, f.ios.ErrOut
+	}
+	if lib.TTY {
+		restore, err := rawTerminal(f.ios.In)
+		if err != nil {
+			return err
+		}
+		defer restore()
+		sizes, stop := watchTerminalSize(ctx, f.ios.Out)
+		defer stop()
+		lib.Resize = sizes
+	}
+	code, err := podbot.Exec(ctx, conn, opts.ref, lib)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &errdefs.ExitError{Code: code}
+	}
+	return nil
+}
+
+// fdOf returns the file descriptor behind r, if it has one.
+func fdOf(r any) (int, bool) {
+	if f, ok := r.(interface{ Fd() uintptr }); ok {
+		return int(f.Fd()), true
+	}
+	return 0, false
+}
+
+// rawTerminal puts in into raw mode when it is a terminal and returns a
+// function that restores it (safe to call more than once).
+func rawTerminal(in any) (func(), error) {
+	fd, ok := fdOf(in)
+	if !ok || !term.IsTerminal(fd) {
+		return func() {}, nil
+	}
+	state, err := term.MakeRaw(fd)
+	if err != nil {
+		return nil, &errdefs.FilesystemError{Op: "set raw mode", Path: "/dev/stdin", Err: err}
+	}
+	return sync.OnceFunc(func() { _ = term.Restore(fd, state) }), nil
+}
+
+// terminalSize reads the size of the terminal behind out.
+func terminalSize(out any) (podbot.TermSize, bool) {
+	fd, ok := fdOf(out)
+	if !ok {
+		return podbot.TermSize{}, false
+	}
+	w, h, err := term.GetSize(fd)
+	if err != nil || w <= 0 || h <= 0 {
+		return podbot.TermSize{}, false
+	}
+	return podbot.TermSize{Height: uint(h), Width: uint(w)}, true
+}
+
+// sizeSender sends the current terminal size, dropping a stale pending one.
+func sizeSender(out any, ch chan podbot.TermSize) func() {
+	return func() {
+		sz, ok := terminalSize(out)
+		if !ok {
+			return
+		}
+		select {
+		case <-ch:
+		default:
+		}
+		select {
+		case ch <- sz:
+		default:
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// hostOptions are podbot host's flags and arguments.
+type hostOptions struct {
+	agent, agentMode    string
+	allowHostDelegation bool
+	workspace           string
+	repo, branch        string
+	name                string
+	extraArgs           []string
+}
+
+// configOverrides maps the flags the user gave onto configuration keys.
+func (o *hostOptions) configOverrides() map[string]string {
+	m := map[string]string{}
+	if o.agent != "" {
+		m["agent.kind"] = o.agent
+	}
+	if o.agentMode != "" {
+		m["agent.mode"] = o.agentMode
+	}
+	if o.allowHostDelegation {
+		m["agent.allow_host_delegation"] = "true"
+	}
+	return m
+}
+
+func newHostCmd(f *factory, runF func(context.Context, *hostOptions) error) *cobra.Command {
+	opts := &hostOptions{}
+	cmd := &cobra.Command{
+		Use:   "host --agent KIND --agent-mode acp|codex_app_server [flags] [-- EXTRA_ARGS...]",
+		Short: "Serve a sandboxed agent's protocol (ACP or Codex app-server) on stdio",
+		Long: `Host an agent's protocol server inside a hardened sandbox and speak it on
+podbot's stdin and stdout, so an IDE (Zed, a JetBrains IDE, any ACP client)
+can launch podbot as if it were the agent.
+
+stdout carries the agent's protocol frames and nothing else: launch progress,
+warnings, errors and the agent's own stderr go to stderr (see --quiet and
+--log-format). When the IDE closes stdin, the agent's stdin is closed and
+podbot waits for it to exit; podbot exits with the agent's status. SIGINT or
+SIGTERM stops the agent. The container is removed when podbot exits.
+
+ACP mode (--agent-mode acp) keeps the IDE's host out of the agent's reach:
+the initialize request loses clientCapabilities.fs, .terminal, .auth.terminal
+and ._meta["terminal-auth"], and the agent's fs/*, terminal/* and mcp/*
+requests are answered by podbot with a -32601 error instead of reaching the
+IDE. --allow-host-delegation (agent.allow_host_delegation) turns this off and
+logs a trust-boundary warning.
+
+Codex app-server mode (--agent-mode codex_app_server) forwards bytes
+unchanged; set agent.codex_block_dynamic_tools to refuse item/tool/call
+requests, which would run dynamic tools on the IDE's host.
+
+The agent's command comes from the plan: codex runs "codex app-server
+--listen stdio://"; a custom agent runs agent.command with agent.args.
+Arguments after -- are appended to it.`,
+		Example: `  podbot host --agent codex --agent-mode codex_app_server --repo acme/app --branch main
+  podbot host --agent custom --agent-mode acp --workspace ~/src/app
+  podbot -q --log-format json host --agent custom --agent-mode acp -- --verbose`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				return &usageError{msg: fmt.Sprintf("unexpected argument %q: put the agent's extra arguments after --", args[0])}
+			}
+			switch {
+			case opts.workspace != "" && opts.repo != "":
+				return &usageError{msg: "--workspace and --repo contradict each other: mount a host directory or clone a repository, not both"}
+			case opts.branch != "" && opts.repo == "":
+				return &usageError{msg: "--branch needs --repo OWNER/NAME"}
+			case opts.repo != "" && opts.branch == "":
+				return &usageError{msg: "--repo needs --branch BRANCH"}
+			}
+			opts.extraArgs = args
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return hostRun(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.agent, "agent", "", "agent `KIND`: codex or custom (default: agent.kind)")
+	fl.StringVar(&opts.agentMode, "agent-mode", "", "protocol `MODE`: acp or codex_app_server (default: agent.mode)")
+	fl.BoolVar(&opts.allowHostDelegation, "allow-host-delegation", false, "let the agent use the IDE's files, terminals and MCP servers (crosses the trust boundary)")
+	fl.StringVar(&opts.workspace, "workspace", "", "host `PATH` to mount as the workspace (must be inside workspace.allowed_roots)")
+	fl.StringVar(&opts.repo, "repo", "", "GitHub repository `OWNER/NAME` to clone into the sandbox")
+	fl.StringVar(&opts.branch, "branch", "", "`BRANCH` to clone (with --repo)")
+	fl.StringVar(&opts.name, "name", "", "container `NAME` (default: generated)")
+	return cmd
+}
+
+func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
+	loaded, err := f.config(opts.configOverrides())
+	if err != nil {
+		return err
+	}
+	if err := loaded.Config.ValidateFor("host"); err != nil {
+		return err
+	}
+	conn, err := f.engine(ctx)
+	if err != nil {
+		return err
+	}
+	lo, err := f.launchOptions(ctx, loaded.Config, launchplan.IntentHosting)
+	if err != nil {
+		return err
+	}
+	lo.HostPath, lo.Repo, lo.Branch, lo.Name, lo.ExtraArgs = opts.workspace, opts.repo, opts.branch, opts.name, opts.extraArgs
+	code, err := podbot.Host(ctx, conn, podbot.HostOptions{Launch: lo, Stdin: f.ios.In, Stdout: f.ios.Out})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &errdefs.ExitError{Code: code}
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/engine"
+)
+
+// forEachContainer runs fn on every reference, prints the name of each
+// container it succeeded on, and goes on after a failure; the failures are
+// returned joined.
+func forEachContainer(ctx context.Context, f *factory, refs []string, fn func(context.Context, *engine.Conn, string) (podbot.Container, error)) error {
+	conn, err := f.engine(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, ref := range refs {
+		c, err := fn(ctx, conn, ref)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintln(f.ios.Out, c.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// stopOptions are podbot stop's flags and arguments.
+type stopOptions struct {
+	timeout int
+	any     bool
+	refs    []string
+}
+
+func newStopCmd(f *factory, runF func(context.Context, *stopOptions) error) *cobra.Command {
+	opts := &stopOptions{}
+	cmd := &cobra.Command{
+		Use:                   "stop [-t SECONDS] CONTAINER...",
+		DisableFlagsInUseLine: true,
+		Short:                 "Stop podbot containers",
+		Long: `Stop containers: SIGTERM, then SIGKILL after the timeout. A container is
+named by its name, its id or a unique id prefix; containers podbot did not
+create are refused unless --any is given. Stopping a stopped container
+succeeds. Each stopped container's name is printed.`,
+		Example: `  podbot stop podbot-sandbox-1a2b3c4d5e6f
+  podbot stop -t 1 $(podbot ps --json | jq -r '.[].name')`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.timeout < 0 {
+				return &usageError{msg: fmt.Sprintf("-t %d: expected 0 or more seconds", opts.timeout)}
+			}
+			opts.refs = args
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			timeout := time.Duration(opts.timeout) * time.Second
+			if timeout == 0 {
+				timeout = -1 // podbot.Stop: negative means no grace period
+			}
+			return forEachContainer(cmd.Context(), f, opts.refs, func(ctx context.Context, conn *engine.Conn, ref string) (podbot.Container, error) {
+				return podbot.Stop(ctx, conn, ref, podbot.StopOptions{Timeout: timeout, Any: opts.any})
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVarP(&opts.timeout, "time", "t", int(podbot.DefaultStopTimeout/time.Second), "seconds to wait after SIGTERM before SIGKILL")
+	fl.BoolVar(&opts.any, "any", false, "allow containers podbot did not create")
+	return cmd
+}
+
+// rmOptions are podbot rm's flags and arguments.
+type rmOptions struct {
+	force, any bool
+	refs       []string
+}
+
+func newRmCmd(f *factory, runF func(context.Context, *rmOptions) error) *cobra.Command {
+	opts := &rmOptions{}
+	cmd := &cobra.Command{
+		Use:                   "rm [-f] CONTAINER...",
+		DisableFlagsInUseLine: true,
+		Short:                 "Remove podbot containers",
+		Long: `Remove containers and their anonymous volumes. A running container needs
+-f, which kills it first. Containers podbot did not create are refused
+unless --any is given. Each removed container's name is printed.`,
+		Example: `  podbot rm podbot-sandbox-1a2b3c4d5e6f
+  podbot rm -f 1a2b3c`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.refs = args
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return forEachContainer(cmd.Context(), f, opts.refs, func(ctx context.Context, conn *engine.Conn, ref string) (podbot.Container, error) {
+				return podbot.Remove(ctx, conn, ref, podbot.RemoveOptions{Force: opts.force, Any: opts.any})
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&opts.force, "force", "f", false, "remove a running container (kills it)")
+	fl.BoolVar(&opts.any, "any", false, "allow containers podbot did not create")
+	return cmd
+}
+
+// logsOptions are podbot logs's flags and argument.
+type logsOptions struct {
+	follow, any bool
+	tail        int
+	ref         string
+}
+
+func newLogsCmd(f *factory, runF func(context.Context, *logsOptions) error) *cobra.Command {
+	opts := &logsOptions{}
+	cmd := &cobra.Command{
+		Use:                   "logs [-f] [--tail N] CONTAINER",
+		DisableFlagsInUseLine: true,
+		Short:                 "Show a container's output",
+		Long: `Show the output of a container's main process: its stdout on stdout and its
+stderr on stderr. -f keeps streaming until the container stops or Ctrl-C.`,
+		Example: `  podbot logs podbot-sandbox-1a2b3c4d5e6f
+  podbot logs -f --tail 20 1a2b3c`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.tail < 0 {
+				return &usageError{msg: fmt.Sprintf("--tail %d: expected 0 (all) or more lines", opts.tail)}
+			}
+			opts.ref = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			conn, err := f.engine(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return podbot.Logs(cmd.Context(), conn, opts.ref,
+				podbot.LogsOptions{Follow: opts.follow, Tail: opts.tail, Any: opts.any}, f.ios.Out, f.ios.ErrOut)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&opts.follow, "follow", "f", false, "keep streaming new output")
+	fl.IntVar(&opts.tail, "tail", 0, "show only the last `N` lines (0: all)")
+	fl.BoolVar(&opts.any, "any", false, "allow containers podbot did not create")
+	return cmd
+}
+
+// pruneOptions are podbot prune's flags.
+type pruneOptions struct {
+	dryRun bool
+}
+
+func newPruneCmd(f *factory, runF func(context.Context, *pruneOptions) error) *cobra.Command {
+	opts := &pruneOptions{}
+	cmd := &cobra.Command{
+		Use:                   "prune [--dry-run]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Remove stopped podbot containers and dangling podbot images",
+		Long: `Remove podbot's stopped containers and the dangling (untagged) images that
+podbot image build left behind. Running containers, and containers and
+images podbot did not create, are never touched. --dry-run only lists.`,
+		Example: `  podbot prune --dry-run
+  podbot prune`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			conn, err := f.engine(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := podbot.Prune(cmd.Context(), conn, podbot.PruneOptions{DryRun: opts.dryRun})
+			verb := "removed"
+			if res.DryRun {
+				verb = "would remove"
+			}
+			var total int64
+			for _, c := range res.Containers {
+				fmt.Fprintf(f.ios.Out, "%s container %s (%s)\n", verb, c.Name, shortID(c.ID))
+			}
+			for _, im := range res.Images {
+				total += im.Size
+				fmt.Fprintf(f.ios.Out, "%s image %s (%s)\n", verb, shortID(im.ID), humanBytes(im.Size))
+			}
+			if len(res.Containers)+len(res.Images) == 0 {
+				fmt.Fprintln(f.ios.ErrOut, "nothing to prune")
+			} else {
+				fmt.Fprintf(f.ios.ErrOut, "%s: containers %d, images %d (%s)\n", verb, len(res.Containers), len(res.Images), humanBytes(total))
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "list what would be removed; remove nothing")
+	return cmd
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// runOptions are podbot run's flags and arguments.
+type runOptions struct {
+	repo, branch string
+	workspace    string
+	agent, mode  string
+	name         string
+	remove       bool
+	extraArgs    []string
+}
+
+func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra.Command {
+	opts := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [--repo OWNER/NAME [--branch B] | --workspace PATH] [--agent KIND] [--rm] [-- AGENT ARGS...]",
+		Short: "Run an agent in a hardened sandbox, attached to this terminal",
+		Long: `Launch a hardened sandbox and run an agent in it, attached to this terminal.
+
+Each step is reported on stderr: plan, image, github token, create,
+credentials, git identity, workspace (a clone of --repo at --branch, or the
+host directory --workspace, which must lie under workspace.allowed_roots),
+then the agent in its permissive mode (claude --dangerously-skip-permissions,
+codex --dangerously-bypass-approvals-and-sandbox, or agent.command with
+agent.args); arguments after -- are appended to its command line.
+
+The agent gets a terminal when podbot's stdin and stdout both are terminals;
+the local terminal is then in raw mode (Ctrl-C goes to the agent) and window
+resizes are passed on. The agent's exit status is podbot's. The container
+is kept afterwards (see podbot ps, podbot exec, podbot rm) unless --rm.
+A failed step, or an interrupt (SIGINT, SIGTERM) at any time, removes the
+container and its token directory and names the step.`,
+		Example: `  podbot run --repo acme/widgets --branch main --agent claude
+  podbot run --workspace ~/src/widgets --agent codex --rm
+  podbot run --workspace . --agent custom -- --verbose`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.parseArgs(args, cmd.ArgsLenAtDash()); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runRun(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.repo, "repo", "", "GitHub repository `OWNER/NAME` to clone into the sandbox")
+	fl.StringVar(&opts.branch, "branch", "main", "`BRANCH` of --repo to check out")
+	fl.StringVar(&opts.workspace, "workspace", "", "host directory `PATH` to mount as the workspace (under workspace.allowed_roots)")
+	fl.StringVar(&opts.agent, "agent", "", "agent `KIND`: claude, codex or custom (default: agent.kind)")
+	fl.StringVar(&opts.mode, "agent-mode", "", "agent `MODE`; podbot run takes only podbot (default: agent.mode)")
+	fl.StringVar(&opts.name, "name", "", "container `NAME` (default podbot-<kind>-<id>)")
+	fl.BoolVar(&opts.remove, "rm", false, "remove the container when the agent exits")
+	return cmd
+}
+
+// parseArgs takes the agent's extra arguments (everything after --) and
+// checks the flag combination. dash is cobra's ArgsLenAtDash.
+func (o *runOptions) parseArgs(args []string, dash int) error {
+	switch {
+	case len(args) > 0 && dash != 0:
+		return &usageError{msg: fmt.Sprintf("unexpected argument %q: put the agent's arguments after --", args[0])}
+	case o.repo != "" && o.workspace != "":
+		return &usageError{msg: "--repo and --workspace both select the workspace: pick one"}
+	case o.branch == "":
+		return &usageError{msg: "--branch must not be empty"}
+	}
+	o.extraArgs = args
+	return nil
+}
+
+// configOverrides maps the flags that override configuration keys.
+func (o *runOptions) configOverrides() map[string]string {
+	m := map[string]string{}
+	if o.agent != "" {
+		m["agent.kind"] = o.agent
+	}
+	if o.mode != "" {
+		m["agent.mode"] = o.mode
+	}
+	return m
+}
+
+func runRun(ctx context.Context, f *factory, opts *runOptions) error {
+	loaded, err := f.config(opts.configOverrides())
+	if err != nil {
+		return err
+	}
+	cfg := loaded.Config
+	if err := cfg.ValidateFor("run"); err != nil {
+		return err
+	}
+	conn, err := f.engine(ctx)
+	if err != nil {
+		return err
+	}
+	lo, err := f.launchOptions(ctx, cfg, launchplan.IntentInteractive)
+	if err != nil {
+		return err
+	}
+	lo.Repo, lo.Name, lo.ExtraArgs = opts.repo, opts.name, opts.extraArgs
+	if opts.repo != "" {
+		lo.Branch = opts.branch
+	}
+	if opts.workspace != "" {
+		abs, err := filepath.Abs(opts.workspace)
+		if err != nil {
+			return &errdefs.FilesystemError{Op: "resolve", Path: opts.workspace, Err: err}
+		}
+		lo.HostPath = abs
+	}
+	res, err := podbot.Run(ctx, conn, podbot.RunOptions{
+		Launch: lo, Remove: opts.remove,
+		Stdin: f.ios.In, Stdout: f.ios.Out, Stderr: f.ios.ErrOut,
+		InTTY: f.ios.InTTY, OutTTY: f.ios.OutTTY,
+	})
+	if err != nil {
+		return err
+	}
+	if !f.global.quiet {
+		if res.Kept {
+			fmt.Fprintf(f.ios.ErrOut, "podbot: agent exited with status %d; container %s kept (podbot exec %s -- bash, podbot rm %s)\n",
+				res.ExitCode, res.Name, res.Name, res.Name)
+		} else {
+			fmt.Fprintf(f.ios.ErrOut, "podbot: agent exited with status %d; container %s removed\n", res.ExitCode, res.Name)
+		}
+	}
+	if res.ExitCode != 0 {
+		return &errdefs.ExitError{Code: res.ExitCode}
+	}
+	return nil
+}

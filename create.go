@@ -1,0 +1,290 @@
+package podbot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// SidecarTarget is where the podbot-sidecar binary appears inside a sandbox.
+const SidecarTarget = "/usr/local/libexec/podbot/podbot-sidecar"
+
+// createTimeout bounds the engine's create and start calls, which run on a
+// context detached from the caller's cancellation (see Create).
+const createTimeout = 2 * time.Minute
+
+// CreateOptions are the inputs of Create. Zero values take the configuration.
+type CreateOptions struct {
+	// Config is the loaded configuration; its image and [sandbox] settings
+	// are the defaults the fields below override.
+	Config config.Config
+	// Name is the container name; empty selects podbot-sandbox-<short id>.
+	Name string
+	// Image overrides Config.Image.
+	Image string
+	// Network overrides sandbox.network (none, bridge, or a network name).
+	Network string
+	// ReadOnlyRootfs, when set, overrides sandbox.read_only_rootfs.
+	ReadOnlyRootfs *bool
+	// MemoryBytes overrides sandbox.memory when positive.
+	MemoryBytes int64
+	// NanoCPUs overrides sandbox.cpus when positive (1e9 is one CPU).
+	NanoCPUs int64
+	// PidsLimit overrides sandbox.pids_limit when positive.
+	PidsLimit int64
+	// Privileged, when set, overrides sandbox.privileged.
+	Privileged *bool
+	// Command replaces the container's main process. Empty runs
+	// `podbot-sidecar init` (see SidecarPath), which keeps the container
+	// alive and reaps zombies.
+	Command []string
+	// SidecarPath is the host path of the podbot-sidecar binary. It is
+	// bind-mounted read-only at SidecarTarget, so the engine must run on
+	// this host. Empty (or a Command given) mounts nothing; without a
+	// Command the container then runs launchplan.DefaultInitCommand.
+	SidecarPath string
+	// Labels are extra container labels (keys under podbot. are reserved).
+	Labels map[string]string
+	// SessionID labels and names the container; empty generates one.
+	SessionID string
+}
+
+// CreateResult describes a created, running sandbox.
+type CreateResult struct {
+	// ID is the container id.
+	ID string `json:"id"`
+	// Name is the container name.
+	Name string `json:"name"`
+	// Plan is the launch plan the container was created from.
+	Plan launchplan.Plan `json:"-"`
+}
+
+// SandboxFromConfig maps the configuration's [sandbox] section to launch
+// plan overrides. In the configuration a zero limit means no limit; in the
+// plan it means the default, so zero becomes -1 (unlimited).
+func SandboxFromConfig(s config.Sandbox) launchplan.Sandbox {
+	unlimitedIfZero := func(v int64) int64 {
+		if v == 0 {
+			return -1
+		}
+		return v
+	}
+	ro := s.ReadOnlyRootfs
+	return launchplan.Sandbox{
+		Privileged:       s.Privileged,
+		MountDevFuse:     s.MountDevFuse,
+		SELinuxLabelMode: launchplan.SELinuxLabelMode(s.SELinuxLabelMode),
+		PidsLimit:        unlimitedIfZero(s.PidsLimit),
+		MemoryBytes:      unlimitedIfZero(s.Memory.Bytes()),
+		NanoCPUs:         unlimitedIfZero(int64(s.CPUs * 1e9)),
+		Network:          s.Network,
+		ReadOnlyRootfs:   &ro,
+		GPUs:             append([]string(nil), s.GPUs...),
+		User:             s.User,
+	}
+}
+
+// EngineSocketPaths returns the host paths the socket guard must protect
+// for conn: the unix socket's path and, when different, what it resolves
+// to. A remote endpoint has no host path, so the result is empty.
+func EngineSocketPaths(ep engine.Endpoint) []string {
+	if ep.Scheme != engine.SchemeUnix || !filepath.IsAbs(ep.Address) {
+		return nil
+	}
+	p := filepath.Clean(ep.Address)
+	paths := []string{p}
+	if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+		paths = append(paths, r)
+	}
+	return paths
+}
+
+// CreateRequest builds the launch request Create uses: an interactive
+// intent with no agent, the configuration's sandbox settings and opts'
+// overrides. It does no engine I/O.
+func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, error) {
+	sb := SandboxFromConfig(opts.Config.Sandbox)
+	if opts.Network != "" {
+		sb.Network = opts.Network
+	}
+	if opts.ReadOnlyRootfs != nil {
+		ro := *opts.ReadOnlyRootfs
+		sb.ReadOnlyRootfs = &ro
+	}
+	if opts.MemoryBytes > 0 {
+		sb.MemoryBytes = opts.MemoryBytes
+	}
+	if opts.NanoCPUs > 0 {
+		sb.NanoCPUs = opts.NanoCPUs
+	}
+	if opts.PidsLimit > 0 {
+		sb.PidsLimit = opts.PidsLimit
+	}
+	if opts.Privileged != nil {
+		sb.Privileged = *opts.Privileged
+	}
+	image := opts.Config.Image
+	if opts.Image != "" {
+		image = opts.Image
+	}
+	session := opts.SessionID
+	if session == "" {
+		var err error
+		if session, err = newSessionID(); err != nil {
+			return launchplan.Request{}, err
+		}
+	}
+	req := launchplan.Request{
+		Intent:            launchplan.IntentInteractive,
+		Image:             image,
+		Name:              opts.Name,
+		SessionID:         session,
+		InitCommand:       append([]string(nil), opts.Command...),
+		EngineSocketPaths: EngineSocketPaths(ep),
+		Sandbox:           sb,
+		Labels:            opts.Labels,
+		Version:           Version,
+	}
+	if len(req.InitCommand) == 0 && opts.SidecarPath != "" {
+		req.InitCommand = []string{SidecarTarget, "init"}
+	}
+	return req, nil
+}
+
+// withSidecar bind-mounts the host's podbot-sidecar binary read-only at
+// SidecarTarget. Plan.Apply runs the socket guard over it.
+func withSidecar(hostPath string) launchplan.Option {
+	return func(p *launchplan.Plan) error {
+		for _, m := range p.Mounts {
+			if m.Target == SidecarTarget {
+				return &errdefs.ConfigError{Key: "sidecar", Reason: errdefs.ErrConflict,
+					Msg: "another mount already claims " + SidecarTarget}
+			}
+		}
+		p.Mounts = append(p.Mounts, launchplan.Mount{Source: hostPath, Target: SidecarTarget, ReadOnly: true, Origin: "sidecar"})
+		return nil
+	}
+}
+
+// withoutCapsForNonRoot keeps no capabilities when the plan names a
+// non-root user. Docker gives a non-root user no effective capabilities
+// anyway, but Podman turns the kept (added) capabilities into ambient ones,
+// so a non-root process there would hold them all.
+func withoutCapsForNonRoot() launchplan.Option {
+	return func(p *launchplan.Plan) error {
+		if p.Security.Privileged || p.User == "" {
+			return nil
+		}
+		user, _, _ := strings.Cut(p.User, ":")
+		if user != "root" && user != "0" {
+			p.Security.CapAdd = nil
+		}
+		return nil
+	}
+}
+
+// canonicalSidecar resolves the sidecar path and checks it is an executable file.
+func canonicalSidecar(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", &errdefs.FilesystemError{Op: "resolve sidecar", Path: p, Err: err}
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", &errdefs.FilesystemError{Op: "stat sidecar", Path: abs, Err: err}
+	}
+	if !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		return "", &errdefs.FilesystemError{Op: "check sidecar", Path: abs, Reason: errdefs.ErrInvalidValue,
+			Msg: "podbot-sidecar must be an executable regular file; build it with `make build` or set PODBOT_SIDECAR_PATH"}
+	}
+	return abs, nil
+}
+
+// Create creates and starts a hardened sandbox with no agent from the
+// default plan and returns its id and name.
+//
+// A missing image is pulled with the caller's context, so Ctrl-C stops a
+// pull. The engine's create and start calls then run on a context detached
+// from the caller's cancellation (bounded in time); if the caller's context
+// was cancelled meanwhile, or start fails, the container is force-removed on
+// a cleanup context and an error returned, so an interrupted Create never
+// leaves a container behind.
+func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (CreateResult, error) {
+	req, err := CreateRequest(conn.Endpoint(), opts)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	plan, err := launchplan.Normalize(req)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	if len(opts.Command) == 0 && opts.SidecarPath != "" {
+		sidecar, err := canonicalSidecar(opts.SidecarPath)
+		if err != nil {
+			return CreateResult{}, err
+		}
+		if err := plan.Apply(withSidecar(sidecar)); err != nil {
+			return CreateResult{}, err
+		}
+	}
+	if err := plan.Apply(withoutCapsForNonRoot()); err != nil {
+		return CreateResult{}, err
+	}
+	cfg, hc, nc := plan.Render()
+	if err := conn.EnsureImage(ctx, plan.Image, nil); err != nil {
+		return CreateResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return CreateResult{}, engine.Classify("create", conn.Endpoint().String(), plan.Name, err)
+	}
+
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	id, err := conn.CreateAndStart(dctx, plan.Name, cfg, hc, nc)
+	if err != nil {
+		return CreateResult{}, privilegedHint(err, plan)
+	}
+	if err := ctx.Err(); err != nil {
+		cctx, ccancel := engine.CleanupContext(ctx)
+		defer ccancel()
+		if rerr := conn.Remove(cctx, id, true); rerr != nil {
+			return CreateResult{}, errors.Join(engine.Classify("create", conn.Endpoint().String(), plan.Name, err), rerr)
+		}
+		return CreateResult{}, engine.Classify("create", conn.Endpoint().String(), plan.Name, err)
+	}
+	return CreateResult{ID: id, Name: plan.Name, Plan: plan}, nil
+}
+
+// privilegedHint makes a failed privileged start say plainly that the
+// privileged profile is what the engine could not run.
+func privilegedHint(err error, plan launchplan.Plan) error {
+	var ce *errdefs.ContainerError
+	if !plan.Security.Privileged || !errors.As(err, &ce) || !errors.Is(err, errdefs.ErrUnsupported) {
+		return err
+	}
+	out := *ce
+	out.Msg = "the privileged profile (sandbox.privileged = true or --privileged) cannot run on this engine: " + ce.Msg
+	return &out
+}
+
+// newSessionID returns 16 random hex characters.
+func newSessionID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", &errdefs.FilesystemError{Op: "generate session id", Path: "crypto/rand", Err: err}
+	}
+	return hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,84 @@
+package podbot
+
+import (
+	"context"
+	"io"
+	"log/slog"
+
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/hostflow"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// HostOptions are the inputs of Host.
+type HostOptions struct {
+	// Launch configures the sandbox; its Intent is set to hosting.
+	// Launch.Config.Agent.Mode picks the protocol (acp or codex_app_server).
+	Launch LaunchOptions
+	// Stdin and Stdout are the client's stream (an IDE speaking to podbot's
+	// stdio). Stdout receives the agent's protocol bytes and nothing else.
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Stderr, when set, receives the agent's stderr unchanged; nil logs it
+	// line by line to Launch.Logger.
+	Stderr io.Writer
+}
+
+// Host launches a sandbox for a protocol-hosting agent, starts its server
+// command without a TTY and bridges Stdin and Stdout to it through the ACP
+// or Codex app-server policy (see package acp), until the agent exits. It
+// returns the agent's exit status. The container is removed when Host
+// returns, whatever the outcome, on a context detached from ctx, so a
+// cancelled ctx (SIGINT, SIGTERM) stops the agent and still cleans up.
+//
+// Nothing is ever written to Stdout but the agent's frames (and, under the
+// ACP policy, the answers the policy gives in the agent's place): launch
+// progress and diagnostics go to Launch.Progress and Launch.Logger.
+func Host(ctx context.Context, conn *engine.Conn, opts HostOptions) (code int, err error) {
+	opts.Launch.Intent = launchplan.IntentHosting
+	logger := opts.Launch.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := opts.Launch.Config.ValidateFor("host"); err != nil {
+		return 0, err
+	}
+	policy, err := hostflow.PolicyFor(opts.Launch.Config, logger)
+	if err != nil {
+		return 0, err
+	}
+	if opts.Stdin == nil || opts.Stdout == nil {
+		return 0, &errdefs.ContainerError{Op: "host", Reason: errdefs.ErrInvalidValue,
+			Msg: "hosting needs both the client's input and output streams"}
+	}
+	sb, err := Launch(ctx, conn, opts.Launch)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		cctx, cancel := engine.CleanupContext(ctx)
+		defer cancel()
+		if cerr := sb.Close(cctx, true); cerr != nil {
+			logger.Warn("removing the hosting sandbox failed", "container", sb.Name, "error", cerr)
+		}
+	}()
+	exec, ok := sb.Plan.AgentExec()
+	if !ok {
+		return 0, &errdefs.ConfigError{Key: "agent.kind", Reason: errdefs.ErrMissingRequired,
+			Msg: "the launch plan has no agent command; set agent.kind (and agent.command for custom)"}
+	}
+	logger.Info("hosting agent", "container", sb.Name, "mode", policy.Mode.String(), "command", exec.Cmd)
+	return hostflow.Serve(ctx, conn, hostflow.Options{
+		ContainerID: sb.ID,
+		Cmd:         exec.Cmd,
+		Env:         exec.Env,
+		WorkDir:     exec.WorkingDir,
+		User:        exec.User,
+		Policy:      policy,
+		Stdin:       opts.Stdin,
+		Stdout:      opts.Stdout,
+		Stderr:      opts.Stderr,
+		Logger:      logger,
+	})
+}

@@ -1,0 +1,418 @@
+package podbot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/creds"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/tokendaemon"
+	"github.com/podbot/podbot/workspace"
+)
+
+// Launch steps, in the order Launch runs them. Progress reports and
+// StepError name them.
+const (
+	StepPlan        = "plan"
+	StepImage       = "image"
+	StepToken       = "github token"
+	StepCreate      = "create"
+	StepCredentials = "credentials"
+	StepGitIdentity = "git identity"
+	StepWorkspace   = "workspace"
+)
+
+// StepError says which launch step failed. It unwraps to the step's error,
+// so its class (errdefs) still decides the exit code.
+type StepError struct {
+	Step string
+	Err  error
+}
+
+func (e *StepError) Error() string { return e.Step + ": " + e.Err.Error() }
+
+// Unwrap returns the step's error.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// LaunchOptions are the inputs of Launch, shared by podbot run and podbot host.
+type LaunchOptions struct {
+	// Config is the loaded, validated configuration.
+	Config config.Config
+	// Intent is interactive (run) or hosting (host).
+	Intent launchplan.Intent
+	// Repo (owner/name) and Branch select a GitHub clone; empty Repo clones nothing.
+	Repo, Branch string
+	// HostPath, when set, bind-mounts this host directory as the workspace
+	// (it overrides workspace.host_path and selects host_mount).
+	HostPath string
+	// ExtraArgs are appended to the agent's command.
+	ExtraArgs []string
+	// Name overrides the container name.
+	Name string
+	// SidecarPath is the host's podbot-sidecar, mounted read-only and run as
+	// the container's init. Empty runs the plan's default init.
+	SidecarPath string
+	// Environ is the host environment the allowlist reads from.
+	Environ []string
+	// HostHome is the host home directory credentials are copied from.
+	HostHome string
+	// RuntimeDir is $XDG_RUNTIME_DIR, where token directories live.
+	RuntimeDir string
+	// GitConfig reads the host's git configuration; nil skips the git identity step.
+	GitConfig func(key string) (string, error)
+	// TokenSource mints GitHub installation tokens; nil means no token.
+	TokenSource tokendaemon.TokenSource
+	// Progress receives each step as it starts and a detail line; nil discards.
+	Progress func(step, detail string)
+	// Logger receives diagnostics; nil discards.
+	Logger *slog.Logger
+	// Redactor learns the secret values passed to the agent; nil makes one.
+	Redactor *creds.Redactor
+}
+
+// Sandbox is a launched, running agent container: the agent is not started
+// yet. Close stops its token refresh and, if asked, removes it.
+type Sandbox struct {
+	// ID and Name identify the container.
+	ID, Name string
+	// Plan is the launch plan it was created from.
+	Plan launchplan.Plan
+	// Workspace is the in-container working directory of the agent.
+	Workspace string
+
+	conn      *engine.Conn
+	token     *tokendaemon.Daemon
+	stopToken context.CancelFunc
+	tokenDone chan struct{}
+}
+
+// Launch runs the shared launch sequence: plan, image, GitHub token,
+// create and start the hardened container, credentials, git identity and
+// workspace. Any failure removes what was made (container, token directory)
+// on a context detached from ctx, bounded in time, and returns a StepError.
+func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *Sandbox, err error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string, string) {}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	// made is what this launch has made so far. The returns below set the
+	// named result sb to nil on failure, so cleanup must not go through it.
+	made := &Sandbox{conn: conn}
+	sb = made
+	defer func() {
+		if err != nil {
+			cctx, cancel := engine.CleanupContext(ctx)
+			defer cancel()
+			if cerr := made.Close(cctx, true); cerr != nil {
+				logger.Warn("cleanup after a failed launch", "error", cerr)
+			}
+			sb = nil
+		}
+	}()
+
+	progress(StepPlan, "resolving the launch plan")
+	req, mount, err := launchRequest(conn, opts)
+	if err != nil {
+		return nil, &StepError{StepPlan, err}
+	}
+	if mount != nil {
+		progress(StepWorkspace, "host mount "+mount.String())
+	}
+	plan, err := launchplan.Normalize(req)
+	if err != nil {
+		return nil, &StepError{StepPlan, err}
+	}
+	sb.Name, sb.Plan, sb.Workspace = plan.Name, plan, plan.WorkingDir
+
+	progress(StepImage, plan.Image)
+	if err := conn.EnsureImage(ctx, plan.Image, nil); err != nil {
+		return nil, &StepError{StepImage, err}
+	}
+
+	if opts.TokenSource != nil && req.Workspace.Strategy == launchplan.WorkspaceGitHubClone {
+		progress(StepToken, "acquiring an installation token")
+		if err := sb.prepareToken(ctx, opts, plan.Name, logger); err != nil {
+			return nil, &StepError{StepToken, err}
+		}
+		if err := plan.Apply(launchplan.WithTokenMount(sb.token.TokenPath())); err != nil {
+			return nil, &StepError{StepToken, err}
+		}
+		sb.Plan = plan
+	}
+	if opts.SidecarPath != "" {
+		sidecar, err := canonicalSidecar(opts.SidecarPath)
+		if err != nil {
+			return nil, &StepError{StepPlan, err}
+		}
+		if err := plan.Apply(withSidecar(sidecar)); err != nil {
+			return nil, &StepError{StepPlan, err}
+		}
+		sb.Plan = plan
+	}
+
+	progress(StepCreate, plan.Name)
+	id, err := startPlan(ctx, conn, plan)
+	if err != nil {
+		return nil, &StepError{StepCreate, err}
+	}
+	sb.ID = id
+	if sb.token != nil {
+		sb.runToken(logger)
+	}
+
+	if err := sb.uploadCredentials(ctx, opts, progress); err != nil {
+		return nil, &StepError{StepCredentials, err}
+	}
+	if opts.GitConfig != nil {
+		if err := sb.setGitIdentity(ctx, opts, progress); err != nil {
+			return nil, &StepError{StepGitIdentity, err}
+		}
+	}
+	if req.Workspace.Strategy == launchplan.WorkspaceGitHubClone && opts.Repo != "" {
+		progress(StepWorkspace, fmt.Sprintf("cloning %s at %s", opts.Repo, opts.Branch))
+		if err := sb.clone(ctx, opts); err != nil {
+			return nil, &StepError{StepWorkspace, err}
+		}
+	}
+	return sb, nil
+}
+
+// launchRequest maps the configuration and options to a launch request.
+func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *workspace.Mount, error) {
+	cfg := opts.Config
+	env, secrets, err := creds.Passthrough(cfg.Agent.EnvAllowlist, cfg.Agent.EnvRequired, opts.Environ)
+	if err != nil {
+		return launchplan.Request{}, nil, err
+	}
+	if opts.Redactor != nil {
+		opts.Redactor.Add(secrets...)
+	}
+	session, err := newSessionID()
+	if err != nil {
+		return launchplan.Request{}, nil, err
+	}
+	req := launchplan.Request{
+		Intent: opts.Intent,
+		Agent: launchplan.Agent{
+			Kind:      launchplan.AgentKind(cfg.Agent.Kind),
+			Mode:      launchplan.AgentMode(cfg.Agent.Mode),
+			Command:   cfg.Agent.Command,
+			Args:      cfg.Agent.Args,
+			ExtraArgs: opts.ExtraArgs,
+		},
+		Image:             cfg.Image,
+		Name:              opts.Name,
+		SessionID:         session,
+		Env:               env,
+		EngineSocketPaths: EngineSocketPaths(conn.Endpoint()),
+		Sandbox:           SandboxFromConfig(cfg.Sandbox),
+		Version:           Version,
+	}
+	if opts.SidecarPath != "" {
+		req.InitCommand = []string{SidecarTarget, "init"}
+	}
+	hostPath := opts.HostPath
+	if hostPath == "" && cfg.Workspace.Source == config.SourceHostMount {
+		hostPath = cfg.Workspace.HostPath
+	}
+	switch {
+	case hostPath != "":
+		m, err := workspace.ResolveHostMount(hostPath, cfg.Workspace.ContainerPath, cfg.Workspace.AllowedRoots)
+		if err != nil {
+			return launchplan.Request{}, nil, err
+		}
+		req.Workspace = launchplan.Workspace{Strategy: launchplan.WorkspaceHostMount, HostPath: m.Source, ContainerPath: m.Target}
+		return req, &m, nil
+	case opts.Repo != "":
+		repo, err := workspace.ParseRepo(opts.Repo)
+		if err != nil {
+			return launchplan.Request{}, nil, err
+		}
+		if err := workspace.ValidateBranch(opts.Branch); err != nil {
+			return launchplan.Request{}, nil, err
+		}
+		req.Workspace = launchplan.Workspace{Strategy: launchplan.WorkspaceGitHubClone, BaseDir: cfg.Workspace.BaseDir,
+			ContainerPath: workspace.CloneDir(repo, cfg.Workspace.BaseDir)}
+	default:
+		req.Workspace = launchplan.Workspace{Strategy: launchplan.WorkspaceNone}
+	}
+	return req, nil, nil
+}
+
+// startPlan creates and starts the plan's container. The engine calls run
+// on a context detached from ctx (bounded in time); if ctx was cancelled
+// meanwhile or start failed, the container is removed, so an interrupted
+// start never leaves one behind.
+func startPlan(ctx context.Context, conn *engine.Conn, plan launchplan.Plan) (string, error) {
+	cfg, hc, nc := plan.Render()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	id, err := conn.CreateAndStart(dctx, plan.Name, cfg, hc, nc)
+	if err != nil {
+		return "", privilegedHint(err, plan)
+	}
+	if err := ctx.Err(); err != nil {
+		cctx, ccancel := engine.CleanupContext(ctx)
+		defer ccancel()
+		cerr := engine.Classify("create", conn.Endpoint().String(), plan.Name, err)
+		if rerr := conn.Remove(cctx, id, true); rerr != nil {
+			return "", errors.Join(cerr, rerr)
+		}
+		return "", cerr
+	}
+	return id, nil
+}
+
+func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name string, logger *slog.Logger) error {
+	if opts.RuntimeDir == "" {
+		return &errdefs.ConfigError{Key: "XDG_RUNTIME_DIR", Reason: errdefs.ErrMissingRequired,
+			Msg: "GitHub tokens live under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to a private directory"}
+	}
+	conn := sb.conn
+	d, err := tokendaemon.New(tokendaemon.Options{
+		ContainerID:   name,
+		RuntimeDir:    opts.RuntimeDir,
+		Source:        opts.TokenSource,
+		RefreshBuffer: opts.Config.GitHub.TokenRefreshBuffer,
+		Logger:        logger,
+		Alive: func(ctx context.Context) (bool, error) {
+			_, err := conn.Inspect(ctx, name, false)
+			if errors.Is(err, errdefs.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil, err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	sb.token = d
+	_, err = d.Prepare(ctx)
+	return err
+}
+
+// runToken keeps the token fresh in the background until Close.
+func (sb *Sandbox) runToken(logger *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sb.stopToken = cancel
+	sb.tokenDone = make(chan struct{})
+	go func() {
+		defer close(sb.tokenDone)
+		if err := sb.token.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			logger.Warn("token refresh stopped", "container", sb.Name, "error", err)
+		}
+	}()
+}
+
+func (sb *Sandbox) uploadCredentials(ctx context.Context, opts LaunchOptions, progress func(string, string)) error {
+	c := opts.Config.Creds
+	if (!c.CopyClaude && !c.CopyCodex) || opts.HostHome == "" {
+		return nil
+	}
+	arch, err := creds.Build(ctx, creds.BuildOptions{HostHome: opts.HostHome, CopyClaude: c.CopyClaude, CopyCodex: c.CopyCodex, Exclude: c.Exclude})
+	if err != nil || arch == nil {
+		return err
+	}
+	progress(StepCredentials, fmt.Sprintf("copying %v into %s", arch.Paths, arch.TargetHome))
+	return sb.conn.CopyTar(ctx, sb.ID, arch.TargetHome, arch.Reader())
+}
+
+func (sb *Sandbox) setGitIdentity(ctx context.Context, opts LaunchOptions, progress func(string, string)) error {
+	name, email := creds.GitIdentity(ctx, opts.GitConfig)
+	cmds := creds.GitConfigCommands(name, email)
+	if len(cmds) == 0 {
+		return nil
+	}
+	progress(StepGitIdentity, "setting user.name and user.email")
+	for _, argv := range cmds {
+		if err := sb.run(ctx, argv, nil, "", nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (sb *Sandbox) clone(ctx context.Context, opts LaunchOptions) error {
+	repo, err := workspace.ParseRepo(opts.Repo)
+	if err != nil {
+		return err
+	}
+	cmds, err := workspace.CloneCommands(repo, opts.Branch, opts.Config.Workspace.BaseDir, opts.Config.GitHub.CloneBaseURL)
+	if err != nil {
+		return err
+	}
+	env := workspace.CloneEnv("")
+	for i, argv := range cmds {
+		var out bytes.Buffer
+		if err := sb.run(ctx, argv, env, "", &out); err != nil {
+			return err
+		}
+		if i == len(cmds)-1 {
+			if err := workspace.CheckHEAD(out.String(), opts.Branch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// maxStepOutput bounds what a launch step's exec may print into memory.
+const maxStepOutput = 64 << 10
+
+// run executes argv in the sandbox as the plan's user and fails on a
+// non-zero exit, quoting the end of its stderr.
+func (sb *Sandbox) run(ctx context.Context, argv, env []string, dir string, stdout *bytes.Buffer) error {
+	var errBuf bytes.Buffer
+	opts := engine.ExecOptions{Cmd: argv, Env: env, WorkDir: dir, User: sb.Plan.User,
+		Stderr: &limitedBuffer{buf: &errBuf, max: maxStepOutput}}
+	if stdout != nil {
+		opts.Stdout = &limitedBuffer{buf: stdout, max: maxStepOutput}
+	}
+	code, err := sb.conn.Exec(ctx, sb.ID, opts)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &errdefs.ContainerError{Op: "exec " + argv[0], Container: sb.Name, Reason: errdefs.ErrExecFailed,
+			Msg: fmt.Sprintf("exited with status %d: %s", code, lastLines(errBuf.String(), 3))}
+	}
+	return nil
+}
+
+// Close stops the token refresh and, when remove is set, removes the
+// container and its token directory. It is safe on a partly launched sandbox.
+func (sb *Sandbox) Close(ctx context.Context, remove bool) error {
+	if sb == nil {
+		return nil
+	}
+	if sb.stopToken != nil {
+		sb.stopToken()
+		select {
+		case <-sb.tokenDone:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	var errs []error
+	if remove && sb.ID != "" {
+		if err := sb.conn.Remove(ctx, sb.ID, true); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	if remove && sb.token != nil {
+		if err := sb.token.Remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,23 @@
+// Package sandbox runs host-side tool sessions: the podbot tool surface
+// (package tools) on a backend a caller can swap without changing a call.
+//
+// Two backends implement Session:
+//
+//   - The container backend (NewContainer) creates a hardened container
+//     lazily on the first call, with /workspace its only writable mount
+//     (a host directory under the workspace root, so edits survive a
+//     container recreation). It starts podbot-sidecar once over a single
+//     attached exec stream and speaks MCP over it: every tool call after
+//     that is one JSON-RPC round trip, and concurrent calls are
+//     multiplexed on the one stream. It records when the container
+//     started and was last used, removes it when idle or past a hard
+//     uptime limit, and recreates it on the next call after an unexpected
+//     exit. It also offers podman_shell.
+//   - The unsafe local backend (NewUnsafeLocal) runs the same tools on a
+//     temporary host directory with no isolation at all. Use it only where
+//     the caller already runs inside a sandbox of its own.
+//
+// Host mounts hydrate a new workspace by copying (never bind-mounting)
+// files from allowed host roots, within a byte budget. Every tool call and
+// lifecycle change is reported as an Event, with parameters redacted.
+package sandbox

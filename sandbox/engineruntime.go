@@ -1,0 +1,216 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/tools"
+)
+
+// SidecarTarget is where the podbot-sidecar binary appears inside a sandbox.
+const SidecarTarget = "/usr/local/libexec/podbot/podbot-sidecar"
+
+// tmpfsOptions are the options of the tool sandbox's /tmp: writable and
+// executable scratch space beside the read-only root.
+const tmpfsOptions = launchplan.TmpfsTmpOptions + ",exec"
+
+// engineRuntime runs tool sessions on a container engine.
+type engineRuntime struct {
+	conn    *engine.Conn
+	opts    ContainerOptions
+	sidecar string // canonical host path
+	user    string
+}
+
+func newEngineRuntime(conn *engine.Conn, opts ContainerOptions) (*engineRuntime, error) {
+	if conn == nil {
+		return nil, &errdefs.ConfigError{Key: "engine_socket", Reason: errdefs.ErrMissingRequired,
+			Msg: "the container backend needs an engine connection"}
+	}
+	sidecar, err := canonicalSidecar(opts.SidecarPath)
+	if err != nil {
+		return nil, err
+	}
+	user := opts.User
+	if user == "" {
+		user = launchplan.ToolsUser
+	}
+	return &engineRuntime{conn: conn, opts: opts, sidecar: sidecar, user: user}, nil
+}
+
+// canonicalSidecar resolves the sidecar path and checks it is an executable file.
+func canonicalSidecar(p string) (string, error) {
+	if p == "" {
+		return "", &errdefs.FilesystemError{Op: "find sidecar", Path: "podbot-sidecar", Reason: errdefs.ErrNotFound,
+			Msg: "podbot-sidecar was not found; build it with `make build` (it goes next to podbot) or set PODBOT_SIDECAR_PATH"}
+	}
+	abs, err := filepath.Abs(p)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", &errdefs.FilesystemError{Op: "resolve sidecar", Path: p, Reason: errdefs.ErrNotFound,
+			Msg: "podbot-sidecar is missing; build it with `make build` or set PODBOT_SIDECAR_PATH", Err: err}
+	}
+	st, err := os.Stat(abs)
+	if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		return "", &errdefs.FilesystemError{Op: "check sidecar", Path: abs, Reason: errdefs.ErrInvalidValue,
+			Msg: "podbot-sidecar must be an executable regular file; build it with `make build` or set PODBOT_SIDECAR_PATH", Err: err}
+	}
+	return abs, nil
+}
+
+// plan builds the hardened launch plan of one session container.
+func (r *engineRuntime) plan(spec containerSpec) (launchplan.Plan, error) {
+	o := r.opts
+	ro := o.ReadOnlyRootfs
+	if ro == nil {
+		t := true
+		ro = &t
+	}
+	plan, err := launchplan.Normalize(launchplan.Request{
+		Intent:      launchplan.IntentTools,
+		Image:       o.Image,
+		Name:        spec.name,
+		SessionID:   spec.sessionID,
+		InitCommand: []string{SidecarTarget, "init"},
+		Workspace: launchplan.Workspace{Strategy: launchplan.WorkspaceHostMount,
+			HostPath: spec.workspaceDir, ContainerPath: tools.WorkspaceName},
+		EngineSocketPaths: o.EngineSocketPaths,
+		Sandbox: launchplan.Sandbox{
+			PidsLimit: o.PidsLimit, MemoryBytes: o.MemoryBytes, NanoCPUs: o.NanoCPUs,
+			Network: o.Network, ReadOnlyRootfs: ro, User: r.user,
+		},
+		Labels:  o.Labels,
+		Version: o.Version,
+	})
+	if err != nil {
+		return plan, err
+	}
+	err = plan.Apply(withSidecarMount(r.sidecar), withExecTmp(*ro))
+	return plan, err
+}
+
+// withSidecarMount bind-mounts the host's sidecar read-only at SidecarTarget.
+func withSidecarMount(hostPath string) launchplan.Option {
+	return func(p *launchplan.Plan) error {
+		p.Mounts = append(p.Mounts, launchplan.Mount{Source: hostPath, Target: SidecarTarget, ReadOnly: true, Origin: "sidecar"})
+		return nil
+	}
+}
+
+// withExecTmp lets programs run from /tmp when the root is read-only.
+func withExecTmp(readOnly bool) launchplan.Option {
+	return func(p *launchplan.Plan) error {
+		if readOnly && p.Tmpfs != nil {
+			p.Tmpfs["/tmp"] = tmpfsOptions
+		}
+		return nil
+	}
+}
+
+func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedContainer, error) {
+	plan, err := r.plan(spec)
+	if err != nil {
+		return startedContainer{}, err
+	}
+	if err := r.conn.EnsureImage(ctx, plan.Image, nil); err != nil {
+		return startedContainer{}, imageHint(err, plan.Image)
+	}
+	cfg, hc, nc := plan.Render()
+	id, err := r.conn.CreateAndStart(ctx, plan.Name, cfg, hc, nc)
+	if err != nil {
+		return startedContainer{}, err
+	}
+	return startedContainer{id: id, name: plan.Name}, nil
+}
+
+// imageHint makes a missing tool image say how to get one.
+func imageHint(err error, image string) error {
+	var ce *errdefs.ContainerError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	out := *ce
+	out.Msg = "the tool-session image " + image + " is not available: " + ce.Msg
+	out.Hint = "build an image with python3 (`podbot image build --bootstrap` makes localhost/podbot-sandbox:latest) and set tools.image (or PODBOT_TOOLS_IMAGE) to it"
+	return &out
+}
+
+func (r *engineRuntime) attach(ctx context.Context, id string) (*stream, error) {
+	api := r.conn.API()
+	created, err := api.ContainerExecCreate(ctx, id, container.ExecOptions{
+		User:         r.user,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		WorkingDir:   tools.WorkspaceName,
+		Cmd:          []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp"},
+	})
+	if err != nil {
+		return nil, engine.Classify("exec create", r.conn.Endpoint().String(), id, err)
+	}
+	hj, err := api.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return nil, engine.Classify("exec attach", r.conn.Endpoint().String(), id, err)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	tail := newTailBuffer(stderrTail)
+	go func() {
+		_, err := stdcopy.StdCopy(pw, tail, hj.Reader)
+		close(done)
+		if err == nil {
+			err = io.EOF
+		}
+		pw.CloseWithError(err)
+	}()
+	return &stream{
+		stdout: pr,
+		stdin:  halfCloser{hj: hj.Conn, closeWrite: hj.CloseWrite},
+		done:   done,
+		stderr: tail,
+		closeFn: func() error {
+			pr.Close()
+			hj.Close()
+			return nil
+		},
+	}, nil
+}
+
+// halfCloser is the exec's stdin: Close half-closes, so the sidecar sees EOF.
+type halfCloser struct {
+	hj         io.Writer
+	closeWrite func() error
+}
+
+func (h halfCloser) Write(p []byte) (int, error) { return h.hj.Write(p) }
+func (h halfCloser) Close() error                { return h.closeWrite() }
+
+func (r *engineRuntime) running(ctx context.Context, id string) (bool, error) {
+	info, err := r.conn.Inspect(ctx, id, false)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return info.State != nil && info.State.Running, nil
+}
+
+func (r *engineRuntime) remove(ctx context.Context, id string) error {
+	err := r.conn.Remove(ctx, id, true)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil
+	}
+	return err
+}

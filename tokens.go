@@ -1,0 +1,148 @@
+package podbot
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/github"
+	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/tokendaemon"
+)
+
+// GitHubAppConfig maps the configuration's [github] section to the github
+// package's App settings.
+func GitHubAppConfig(g config.GitHub) github.AppConfig {
+	return github.AppConfig{
+		AppID:          g.AppID,
+		InstallationID: g.InstallationID,
+		KeyPath:        g.PrivateKeyPath,
+		APIURL:         g.APIURL,
+	}
+}
+
+// TokenDaemonOptions are the inputs of RunTokenDaemon.
+type TokenDaemonOptions struct {
+	// Container selects one container by name, id or id prefix. Exactly one
+	// of Container and All is set.
+	Container string
+	// All keeps tokens fresh for every podbot container labelled
+	// launchplan.LabelGitHubToken=true, including ones started later.
+	All bool
+	// RuntimeDir is $XDG_RUNTIME_DIR, where token directories live.
+	RuntimeDir string
+	// Source mints installation tokens (a *github.App).
+	Source tokendaemon.TokenSource
+	// RefreshBuffer is how long before expiry a token is replaced
+	// (github.token_refresh_buffer); zero takes the tokendaemon default.
+	RefreshBuffer time.Duration
+	// CheckInterval is how often a container's existence is checked, and
+	// ListInterval how often All looks for new containers; zero takes the
+	// tokendaemon defaults.
+	CheckInterval, ListInterval time.Duration
+	// Logger receives progress and failures (never token values); nil discards.
+	Logger *slog.Logger
+}
+
+// RunTokenDaemon keeps GitHub installation tokens fresh in the token
+// directories of running podbot containers until ctx ends, and returns nil
+// then. A token directory is $RuntimeDir/podbot/<container name>/, the one
+// Launch mounted read-only at /run/secrets; it is removed when its container
+// is gone.
+//
+// With Container set it serves that one container and also returns nil when
+// the container is gone. It refuses a container not created by podbot or
+// created without a token mount (errdefs.ErrRefused). With All set it lists
+// podbot's containers that need tokens every ListInterval, in one engine
+// call, and serves each.
+func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOptions) error {
+	if (opts.Container == "") == !opts.All {
+		return &errdefs.ConfigError{Key: "container", Reason: errdefs.ErrConflict,
+			Msg: "name one container (--container NAME) or ask for all podbot containers that need tokens (--all), not both or neither"}
+	}
+	if opts.Source == nil {
+		return &errdefs.ConfigError{Key: "github.app_id", Reason: errdefs.ErrMissingRequired,
+			Msg: "the token daemon needs a GitHub App: set github.app_id, github.installation_id and github.private_key_path"}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	daemon := tokendaemon.Options{
+		RuntimeDir:    opts.RuntimeDir,
+		Source:        opts.Source,
+		RefreshBuffer: opts.RefreshBuffer,
+		CheckInterval: opts.CheckInterval,
+		Logger:        logger,
+	}
+	if opts.All {
+		m, err := tokendaemon.NewManager(tokendaemon.ManagerOptions{
+			Daemon:       daemon,
+			List:         func(ctx context.Context) ([]string, error) { return tokenContainers(ctx, conn) },
+			Alive:        func(ctx context.Context, name string) (bool, error) { return containerExists(ctx, conn, name) },
+			ListInterval: opts.ListInterval,
+		})
+		if err != nil {
+			return err
+		}
+		logger.Info("token daemon serving every podbot container that needs a GitHub token")
+		return m.Run(ctx)
+	}
+
+	c, err := ResolveContainer(ctx, conn, opts.Container, false)
+	if err != nil {
+		return err
+	}
+	if c.Labels[launchplan.LabelGitHubToken] != "true" {
+		return &errdefs.ContainerError{Op: "token daemon", Container: c.Name, Reason: errdefs.ErrRefused,
+			Msg:  "the container was created without a GitHub token mount (no " + launchplan.LabelGitHubToken + "=true label), so it cannot see a token file",
+			Hint: "launch it with a github_clone workspace and a GitHub App configured"}
+	}
+	// Launch names the token directory after the container name.
+	daemon.ContainerID = c.Name
+	id := c.ID
+	daemon.Alive = func(ctx context.Context) (bool, error) { return containerExists(ctx, conn, id) }
+	d, err := tokendaemon.New(daemon)
+	if err != nil {
+		return err
+	}
+	logger.Info("token daemon serving one container", "container", c.Name, "dir", d.Dir())
+	if err := d.Run(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// tokenContainers lists, in one engine call, the names of the running
+// podbot containers that were launched with a token mount.
+func tokenContainers(ctx context.Context, conn *engine.Conn) ([]string, error) {
+	rows, err := List(ctx, conn, ListOptions{Labels: map[string]string{launchplan.LabelGitHubToken: "true"}})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if r.Name != "" {
+			names = append(names, r.Name)
+		}
+	}
+	return names, nil
+}
+
+// containerExists reports whether the engine still knows the container
+// (running or stopped: a stopped container may be started again).
+func containerExists(ctx context.Context, conn *engine.Conn, ref string) (bool, error) {
+	_, err := conn.Inspect(ctx, ref, false)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, errdefs.ErrNotFound):
+		return false, nil
+	default:
+		return true, err
+	}
+}

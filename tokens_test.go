@@ -1,0 +1,230 @@
+package podbot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/github"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// tokenEngineFake answers ping, container list (label filters) and inspect
+// (by name or id prefix) for the containers it holds; Remove makes one vanish.
+type tokenEngineFake struct {
+	mu    sync.Mutex
+	ctrs  []fakeCtr
+	lists int
+}
+
+func (f *tokenEngineFake) remove(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, c := range f.ctrs {
+		if c.name == name {
+			f.ctrs = append(f.ctrs[:i], f.ctrs[i+1:]...)
+			return
+		}
+	}
+}
+
+func (f *tokenEngineFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := apiPrefix.ReplaceAllString(r.URL.Path, "")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case p == "/_ping":
+		w.Header().Set("Api-Version", "1.41")
+		_, _ = io.WriteString(w, "OK")
+	case p == "/containers/json":
+		f.lists++
+		var filt map[string]map[string]bool
+		_ = json.Unmarshal([]byte(r.URL.Query().Get("filters")), &filt)
+		var out []container.Summary
+		for _, c := range f.ctrs {
+			ok := true
+			for want := range filt["label"] {
+				k, v, _ := strings.Cut(want, "=")
+				if c.labels[k] != v {
+					ok = false
+				}
+			}
+			if ok {
+				out = append(out, container.Summary{ID: c.id, Names: []string{"/" + c.name}, Labels: c.labels, State: "running"})
+			}
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	case strings.HasPrefix(p, "/containers/") && strings.HasSuffix(p, "/json"):
+		ref := strings.TrimSuffix(strings.TrimPrefix(p, "/containers/"), "/json")
+		for _, c := range f.ctrs {
+			if strings.HasPrefix(c.id, ref) || c.name == ref {
+				_ = json.NewEncoder(w).Encode(container.InspectResponse{
+					ContainerJSONBase: &container.ContainerJSONBase{ID: c.id, Name: "/" + c.name, State: &container.State{Status: "running"}},
+					Config:            &container.Config{Labels: c.labels},
+				})
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"message":"No such container: `+ref+`"}`)
+	default:
+		w.WriteHeader(http.StatusNotImplemented)
+		_, _ = io.WriteString(w, `{"message":"unexpected route"}`)
+	}
+}
+
+func newTokenEngine(t *testing.T, ctrs ...fakeCtr) (*tokenEngineFake, *engine.Conn) {
+	t.Helper()
+	f := &tokenEngineFake{ctrs: ctrs}
+	sock := filepath.Join(t.TempDir(), "engine.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(f)
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	conn, err := engine.Connect(context.Background(), engine.Endpoint{Scheme: engine.SchemeUnix, Address: sock, Raw: "unix://" + sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return f, conn
+}
+
+// countingSource mints distinct long-lived tokens.
+type countingSource struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (s *countingSource) InstallationToken(context.Context) (github.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return github.Token{Value: "ghs_test" + strings.Repeat("x", s.n), ExpiresAt: time.Now().Add(time.Hour)}, nil
+}
+
+var (
+	tokenLabels = map[string]string{launchplan.LabelManaged: "true", launchplan.LabelGitHubToken: "true"}
+	plainLabels = map[string]string{launchplan.LabelManaged: "true"}
+)
+
+func TestRunTokenDaemonRefuses(t *testing.T) {
+	_, conn := newTokenEngine(t,
+		fakeCtr{id: strings.Repeat("a", 64), name: "plain", labels: plainLabels},
+		fakeCtr{id: strings.Repeat("b", 64), name: "foreign", labels: map[string]string{launchplan.LabelGitHubToken: "true"}},
+	)
+	src := &countingSource{}
+	cases := []struct {
+		name   string
+		opts   TokenDaemonOptions
+		class  error
+		reason error
+	}{
+		{"neither container nor all", TokenDaemonOptions{Source: src}, errdefs.ErrConfig, errdefs.ErrConflict},
+		{"both container and all", TokenDaemonOptions{Container: "plain", All: true, Source: src}, errdefs.ErrConfig, errdefs.ErrConflict},
+		{"no GitHub App", TokenDaemonOptions{Container: "plain"}, errdefs.ErrConfig, errdefs.ErrMissingRequired},
+		{"no token mount", TokenDaemonOptions{Container: "plain", Source: src, RuntimeDir: t.TempDir()}, errdefs.ErrContainer, errdefs.ErrRefused},
+		{"not podbot's", TokenDaemonOptions{Container: "foreign", Source: src, RuntimeDir: t.TempDir()}, errdefs.ErrContainer, errdefs.ErrRefused},
+		{"unknown container", TokenDaemonOptions{Container: "nothing", Source: src, RuntimeDir: t.TempDir()}, errdefs.ErrContainer, errdefs.ErrNotFound},
+		{"relative runtime dir", TokenDaemonOptions{All: true, Source: src, RuntimeDir: "run"}, errdefs.ErrConfig, errdefs.ErrMissingRequired},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := RunTokenDaemon(context.Background(), conn, tc.opts)
+			if !errors.Is(err, tc.class) || !errors.Is(err, tc.reason) {
+				t.Fatalf("err = %v, want class %v reason %v", err, tc.class, tc.reason)
+			}
+		})
+	}
+	if src.n != 0 {
+		t.Errorf("a refused daemon minted %d tokens", src.n)
+	}
+}
+
+// waitForFile polls until path exists or the test's deadline nears.
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s never appeared", path)
+}
+
+func TestRunTokenDaemonOneContainer(t *testing.T) {
+	f, conn := newTokenEngine(t, fakeCtr{id: strings.Repeat("c", 64), name: "podbot-claude-one", labels: tokenLabels})
+	runtime := t.TempDir()
+	done := make(chan error, 1)
+	go func() {
+		// The id prefix resolves to the container; the directory is named after its name.
+		done <- RunTokenDaemon(context.Background(), conn, TokenDaemonOptions{
+			Container: "cccc", RuntimeDir: runtime, Source: &countingSource{}, CheckInterval: 5 * time.Millisecond,
+		})
+	}()
+	file := filepath.Join(runtime, "podbot", "podbot-claude-one", "ghapp_token")
+	waitForFile(t, file)
+	st, err := os.Stat(file)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v, mode %v; want 0600", err, st.Mode())
+	}
+	f.remove("podbot-claude-one")
+	if err := <-done; err != nil {
+		t.Fatalf("daemon returned %v after its container went away, want nil", err)
+	}
+	if _, err := os.Stat(filepath.Dir(file)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("token directory left behind: %v", err)
+	}
+}
+
+func TestRunTokenDaemonAll(t *testing.T) {
+	f, conn := newTokenEngine(t,
+		fakeCtr{id: strings.Repeat("d", 64), name: "with-token", labels: tokenLabels},
+		fakeCtr{id: strings.Repeat("e", 64), name: "without-token", labels: plainLabels},
+	)
+	runtime := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunTokenDaemon(ctx, conn, TokenDaemonOptions{
+			All: true, RuntimeDir: runtime, Source: &countingSource{},
+			CheckInterval: 5 * time.Millisecond, ListInterval: 5 * time.Millisecond,
+		})
+	}()
+	waitForFile(t, filepath.Join(runtime, "podbot", "with-token", "ghapp_token"))
+	// A container launched later is picked up by the next listing.
+	f.mu.Lock()
+	f.ctrs = append(f.ctrs, fakeCtr{id: strings.Repeat("f", 64), name: "later", labels: tokenLabels})
+	f.mu.Unlock()
+	waitForFile(t, filepath.Join(runtime, "podbot", "later", "ghapp_token"))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("daemon returned %v on shutdown, want nil", err)
+	}
+	if _, err := os.Stat(filepath.Join(runtime, "podbot", "without-token")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a container without the token label got a token directory: %v", err)
+	}
+	// Shutting down keeps the directories: the tokens stay valid for the containers.
+	if _, err := os.Stat(filepath.Join(runtime, "podbot", "with-token", "ghapp_token")); err != nil {
+		t.Errorf("token removed on shutdown: %v", err)
+	}
+}

@@ -1,0 +1,163 @@
+package podbot
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"strings"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/creds"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/sandbox"
+	"github.com/podbot/podbot/tools"
+)
+
+// ToolSession is a sandboxed tool session: shell, files and Python over
+// one tool surface, identical on every backend (see package sandbox).
+type ToolSession = sandbox.Session
+
+// ToolEvent is one tool call or lifecycle change of a ToolSession.
+type ToolEvent = sandbox.Event
+
+// ToolHostMount copies host files into a new tool session's workspace.
+type ToolHostMount = sandbox.HostMount
+
+// Tool session backends.
+const (
+	// ToolBackendContainer runs the tools in a hardened container.
+	ToolBackendContainer = sandbox.BackendContainer
+	// ToolBackendUnsafeLocal runs the tools on a host temp directory with
+	// no isolation; use it only inside a sandbox of your own.
+	ToolBackendUnsafeLocal = sandbox.BackendUnsafeLocal
+)
+
+// ToolSessionOptions are the inputs of NewToolSession. Zero values take
+// the configuration's [tools] section.
+type ToolSessionOptions struct {
+	// Config is the loaded configuration.
+	Config config.Config
+	// Backend is ToolBackendContainer (default) or ToolBackendUnsafeLocal.
+	Backend string
+	// Image overrides tools.image.
+	Image string
+	// WorkspaceRoot overrides tools.workspace_root; with neither, session
+	// workspaces go under sandbox.DefaultWorkspaceRoot() (container) or
+	// the system temp directory (unsafe local).
+	WorkspaceRoot string
+	// SidecarPath is the host's podbot-sidecar binary (container backend).
+	SidecarPath string
+	// Mounts hydrate the workspace from tools.allowed_host_roots.
+	Mounts []ToolHostMount
+	// ID names the session; empty generates one.
+	ID string
+	// OnEvent receives every tool call and lifecycle event.
+	OnEvent func(ToolEvent)
+	// Redactor masks secrets in event parameters.
+	Redactor *creds.Redactor
+	// Logger receives diagnostics.
+	Logger *slog.Logger
+}
+
+// ParseToolBackend accepts "container", "unsafe-local" and its short
+// forms "local" and "unsafe", and returns the backend name.
+func ParseToolBackend(s string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "container":
+		return ToolBackendContainer, nil
+	case "local", "unsafe", "unsafe-local":
+		return ToolBackendUnsafeLocal, nil
+	}
+	return "", &errdefs.ConfigError{Key: "backend", Reason: errdefs.ErrInvalidValue,
+		Msg: "unknown tool backend " + s + "; use container or local (the unsafe local backend)"}
+}
+
+// ToolSpecs describes the tools a backend offers (podman_shell only on the
+// container backend).
+func ToolSpecs(backend string) []tools.Spec {
+	if backend == ToolBackendUnsafeLocal {
+		return tools.Specs()
+	}
+	return append(tools.Specs(), tools.PodmanShellSpec())
+}
+
+// ToolPrompt is the text that tells a model what a backend's tools are.
+func ToolPrompt(backend string) string {
+	if backend == ToolBackendUnsafeLocal {
+		return tools.UnsafePrompt()
+	}
+	return tools.Prompt()
+}
+
+// NewToolSession opens a tool session. The container backend needs conn
+// and SidecarPath and creates its container lazily on the first call; the
+// unsafe local backend ignores conn. Close the session to remove its
+// container and workspace.
+func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOptions) (ToolSession, error) {
+	t := opts.Config.Tools
+	common := sandbox.Options{
+		ID:               opts.ID,
+		WorkspaceRoot:    toolsFirstSet(opts.WorkspaceRoot, t.WorkspaceRoot),
+		Mounts:           opts.Mounts,
+		AllowedHostRoots: t.AllowedHostRoots,
+		ShellTimeout:     t.ShellTimeout,
+		OnEvent:          opts.OnEvent,
+		Redactor:         opts.Redactor,
+		Logger:           opts.Logger,
+	}
+	backend, err := ParseToolBackend(opts.Backend)
+	if err != nil {
+		return nil, err
+	}
+	if backend == ToolBackendUnsafeLocal {
+		l, err := sandbox.NewUnsafeLocal(ctx, sandbox.LocalOptions{Options: common})
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+	unlimitedIfZero := func(v int64) int64 {
+		if v == 0 {
+			return -1
+		}
+		return v
+	}
+	ro := t.ReadOnlyRootfs
+	image := toolsFirstSet(opts.Image, t.Image)
+	c, err := sandbox.NewContainer(ctx, conn, sandbox.ContainerOptions{
+		Options:           common,
+		Image:             image,
+		SidecarPath:       opts.SidecarPath,
+		User:              t.User,
+		Network:           t.Network,
+		PidsLimit:         unlimitedIfZero(t.PidsLimit),
+		MemoryBytes:       unlimitedIfZero(t.Memory.Bytes()),
+		NanoCPUs:          unlimitedIfZero(int64(math.Round(t.CPUs * 1e9))),
+		ReadOnlyRootfs:    &ro,
+		IdleTimeout:       t.IdleTimeout,
+		MaxUptime:         t.MaxUptime,
+		EngineSocketPaths: engineSocketPathsOf(conn),
+		Version:           Version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func engineSocketPathsOf(conn *engine.Conn) []string {
+	if conn == nil {
+		return nil
+	}
+	return EngineSocketPaths(conn.Endpoint())
+}
+
+func toolsFirstSet(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
