@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/podbot/podbot/config"
@@ -176,23 +175,6 @@ func withSidecar(hostPath string) launchplan.Option {
 	}
 }
 
-// withoutCapsForNonRoot keeps no capabilities when the plan names a
-// non-root user. Docker gives a non-root user no effective capabilities
-// anyway, but Podman turns the kept (added) capabilities into ambient ones,
-// so a non-root process there would hold them all.
-func withoutCapsForNonRoot() launchplan.Option {
-	return func(p *launchplan.Plan) error {
-		if p.Security.Privileged || p.User == "" {
-			return nil
-		}
-		user, _, _ := strings.Cut(p.User, ":")
-		if user != "root" && user != "0" {
-			p.Security.CapAdd = nil
-		}
-		return nil
-	}
-}
-
 // canonicalSidecar resolves the sidecar path and checks it is an executable file.
 func canonicalSidecar(p string) (string, error) {
 	abs, err := filepath.Abs(p)
@@ -239,9 +221,6 @@ func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (CreateR
 		if err := plan.Apply(withSidecar(sidecar)); err != nil {
 			return CreateResult{}, err
 		}
-	}
-	if err := plan.Apply(withoutCapsForNonRoot()); err != nil {
-		return CreateResult{}, err
 	}
 	cfg, hc, nc := plan.Render()
 	if err := conn.EnsureImage(ctx, plan.Image, nil); err != nil {

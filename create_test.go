@@ -109,19 +109,6 @@ func TestCreateRequestGeneratesSession(t *testing.T) {
 	}
 }
 
-func TestWithoutCapsForNonRoot(t *testing.T) {
-	for user, keep := range map[string]bool{"": true, "root": true, "0": true, "0:0": true, "root:wheel": true,
-		"1000": false, "1000:1000": false, "node": false, "65534:65534": false} {
-		p := launchplan.Plan{User: user, Security: launchplan.Security{CapDropAll: true, CapAdd: []string{"CHOWN"}}}
-		if err := p.Apply(withoutCapsForNonRoot()); err != nil {
-			t.Fatal(err)
-		}
-		if got := len(p.Security.CapAdd) > 0; got != keep || !p.Security.CapDropAll {
-			t.Errorf("user %q: keeps caps %v (drop all %v), want %v", user, got, p.Security.CapDropAll, keep)
-		}
-	}
-}
-
 func TestPrivilegedHint(t *testing.T) {
 	caps := &errdefs.ContainerError{Op: "start", Reason: errdefs.ErrUnsupported, Msg: "dockerd on this host cannot run privileged containers"}
 	priv := launchplan.Plan{Security: launchplan.Security{Privileged: true}}

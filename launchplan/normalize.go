@@ -140,7 +140,7 @@ func optionsFor(req Request, def intentDefaults) ([]Option, error) {
 		opts = append(opts, WithPrivileged())
 	} else {
 		opts = append(opts,
-			WithCapDropAll(append(append([]string(nil), def.keepCaps...), sb.CapAdd...)...),
+			WithCapDropAll(append(defaultCapsFor(user, def.keepCaps), sb.CapAdd...)...),
 			WithMinimalProfile(sb.MountDevFuse, sb.SELinuxLabelMode))
 	}
 	opts = append(opts,
@@ -213,4 +213,17 @@ func workspaceOptions(req Request) ([]Option, error) {
 	}
 	return nil, configError("workspace.source", errdefs.ErrInvalidValue,
 		"unknown workspace source %q; use github_clone, host_mount or none", w.Strategy)
+}
+
+// defaultCapsFor is the default kept capability list for user. A non-root
+// user keeps none: Docker gives it no effective capabilities anyway, but
+// Podman turns added capabilities into ambient ones, so a non-root process
+// there would hold them all. Capabilities asked for explicitly (CapAdd) are
+// still added.
+func defaultCapsFor(user string, keep []string) []string {
+	name, _, _ := strings.Cut(user, ":")
+	if name != "" && name != "root" && name != "0" {
+		return nil
+	}
+	return append([]string(nil), keep...)
 }

@@ -389,3 +389,24 @@ func TestWithEnv(t *testing.T) {
 		wantConfigError(t, err, "agent.env_allowlist", errdefs.ErrRefused)
 	}
 }
+
+func TestDefaultCapsForNonRootUser(t *testing.T) {
+	keep := []string{"CHOWN", "KILL"}
+	for user, want := range map[string]int{"": 2, "root": 2, "0": 2, "0:0": 2, "root:wheel": 2,
+		"1000": 0, "1000:1000": 0, "node": 0, "65534:65534": 0} {
+		if got := len(defaultCapsFor(user, keep)); got != want {
+			t.Errorf("user %q keeps %d capabilities, want %d", user, got, want)
+		}
+	}
+}
+
+func TestNonRootAgentKeepsNoDefaultCaps(t *testing.T) {
+	p, err := Normalize(Request{Intent: IntentInteractive, Agent: Agent{Kind: KindClaude, Mode: ModePodbot},
+		Image: "img", SessionID: "s1", Sandbox: Sandbox{User: "1000:1000", CapAdd: []string{"NET_RAW"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Security.CapAdd) != 1 || p.Security.CapAdd[0] != "NET_RAW" || !p.Security.CapDropAll {
+		t.Errorf("non-root plan adds %v (drop all %v), want only the explicit NET_RAW", p.Security.CapAdd, p.Security.CapDropAll)
+	}
+}
