@@ -1,0 +1,175 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/docker/docker/api/types/network"
+)
+
+// gitHTTPBackend is git's smart HTTP server program (Debian's git package).
+const gitHTTPBackend = "/usr/lib/git-core/git-http-backend"
+
+// gitServer serves bare repositories over git's smart HTTP protocol on all
+// host addresses, so containers reach it through their bridge gateway. It
+// accepts a request only with Basic auth user x-access-token and a password
+// that valid says is the currently valid installation token.
+type gitServer struct {
+	// BaseURL is the clone base as a container on the engine sees it.
+	BaseURL string
+	// HostURL is the same server as the host sees it.
+	HostURL string
+
+	root  string
+	valid func(token string) bool
+
+	mu       sync.Mutex
+	accepted map[string]int // token -> requests served
+	rejected int
+}
+
+// startGitServer serves the bare repositories under root for engine e.
+func startGitServer(t *testing.T, ctx context.Context, e engineUnderTest, root string, valid func(string) bool) *gitServer {
+	t.Helper()
+	if _, err := os.Stat(gitHTTPBackend); err != nil {
+		t.Fatalf("git http-backend missing (%v): install the git package", err)
+	}
+	gw := bridgeGateway(t, ctx, e)
+	l, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	s := &gitServer{
+		BaseURL:  "http://" + net.JoinHostPort(gw, port) + "/",
+		HostURL:  "http://" + net.JoinHostPort("127.0.0.1", port) + "/",
+		root:     root,
+		valid:    valid,
+		accepted: map[string]int{},
+	}
+	backend := &cgi.Handler{
+		Path: gitHTTPBackend,
+		Root: "/",
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		if !ok || user != "x-access-token" || !s.valid(pass) {
+			s.mu.Lock()
+			s.rejected++
+			s.mu.Unlock()
+			w.Header().Set("WWW-Authenticate", `Basic realm="podbot e2e git"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		s.mu.Lock()
+		s.accepted[pass]++
+		s.mu.Unlock()
+		backend.ServeHTTP(w, r)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return s
+}
+
+// servedWith reports how many requests the server served with token.
+func (s *gitServer) servedWith(token string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted[token]
+}
+
+// status asks the server for a repository's refs with token, as git's
+// first request does, and returns the HTTP status.
+func (s *gitServer) status(t *testing.T, ctx context.Context, repo, token string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.HostURL+repo+".git/info/refs?service=git-upload-pack", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("x-access-token", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("request to the git server: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// bridgeGateway is the host's address on the engine's default bridge
+// network (10.88.0.1 for Podman, 172.17.0.1 for dockerd by default).
+func bridgeGateway(t *testing.T, ctx context.Context, e engineUnderTest) string {
+	t.Helper()
+	n, err := e.API.NetworkInspect(ctx, "bridge", network.InspectOptions{})
+	if err != nil {
+		t.Fatalf("inspect the %s bridge network: %v", e.Name, err)
+	}
+	for _, c := range n.IPAM.Config {
+		if ip := net.ParseIP(c.Gateway); ip != nil && ip.To4() != nil {
+			return c.Gateway
+		}
+	}
+	t.Fatalf("the %s bridge network has no IPv4 gateway: %+v", e.Name, n.IPAM.Config)
+	return ""
+}
+
+// hostRepo is a bare repository on the host with a work tree to commit from.
+type hostRepo struct {
+	bare, work string
+}
+
+// newHostRepo creates root/<owner>/<name>.git with branches main and
+// branch, one commit each.
+func newHostRepo(t *testing.T, root, ownerName, branch string) *hostRepo {
+	t.Helper()
+	r := &hostRepo{bare: filepath.Join(root, ownerName+".git"), work: filepath.Join(t.TempDir(), "work")}
+	if err := os.MkdirAll(filepath.Dir(r.bare), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, "", "init", "--quiet", "--bare", "--initial-branch=main", r.bare)
+	git(t, "", "init", "--quiet", "--initial-branch=main", r.work)
+	git(t, r.work, "remote", "add", "origin", r.bare)
+	r.commit(t, "main", "README.md", "first\n")
+	git(t, r.work, "checkout", "--quiet", "-b", branch)
+	r.commit(t, branch, "feature.txt", "feature\n")
+	return r
+}
+
+// commit writes file on branch (checked out in the work tree), commits,
+// pushes and returns the commit id.
+func (r *hostRepo) commit(t *testing.T, branch, file, content string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(r.work, file), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, r.work, "add", file)
+	git(t, r.work, "commit", "--quiet", "-m", "change "+file)
+	git(t, r.work, "push", "--quiet", "origin", branch)
+	return strings.TrimSpace(git(t, r.work, "rev-parse", "HEAD"))
+}
+
+// git runs git on the host with a fixed identity and no user configuration.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=podbot e2e", "GIT_AUTHOR_EMAIL=e2e@podbot.invalid",
+		"GIT_COMMITTER_NAME=podbot e2e", "GIT_COMMITTER_EMAIL=e2e@podbot.invalid")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
