@@ -31,12 +31,7 @@ func (f *factory) launchOptions(ctx context.Context, cfg config.Config, intent l
 	}
 	opts.SidecarPath, _ = f.findSidecar()
 	if cfg.GitHub.Configured() {
-		app, err := github.NewApp(github.AppConfig{
-			AppID:          cfg.GitHub.AppID,
-			InstallationID: cfg.GitHub.InstallationID,
-			KeyPath:        cfg.GitHub.PrivateKeyPath,
-			APIURL:         cfg.GitHub.APIURL,
-		})
+		app, err := github.NewApp(podbot.GitHubAppConfig(cfg.GitHub))
 		if err != nil {
 			return opts, err
 		}
