@@ -1,0 +1,129 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/acp"
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/hostflow"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// benchPayload is what one benchmark iteration sends through cat: 1 KiB
+// ACP notifications (forwarded as they are by the policy in both directions).
+func benchPayload(total int) []byte {
+	pad := bytes.Repeat([]byte("x"), 1024-len(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","pad":"`)-len(`"}}`+"\n"))
+	frame := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","pad":"` + string(pad) + `"}}` + "\n")
+	return bytes.Repeat(frame, total/len(frame))
+}
+
+// flowMeter counts the bytes written to it and when the first and the last
+// arrived, so throughput excludes the exec's start and exit.
+type flowMeter struct {
+	mu          sync.Mutex
+	n           int
+	first, last time.Time
+}
+
+func (m *flowMeter) Write(p []byte) (int, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.n == 0 {
+		m.first = now
+	}
+	m.n += len(p)
+	m.last = now
+	return len(p), nil
+}
+
+func (m *flowMeter) elapsed() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last.Sub(m.first)
+}
+
+// BenchmarkHostBridgeThroughput compares, in the same run and the same
+// container, the bytes per second of `cat` behind podbot's bridge with the
+// ACP policy on against a raw protocol-mode exec of `cat`. The ratio
+// (bridge/raw) is the metric to watch; the target is at least 0.8. The
+// Codex pass-through (passthrough/raw) measures hostflow's own plumbing, so
+// the difference between the two ratios is the ACP policy's cost.
+func BenchmarkHostBridgeThroughput(b *testing.B) {
+	const total = 16 << 20
+	payload := benchPayload(total)
+	for _, e := range suite.engines {
+		b.Run(e.Name, func(b *testing.B) {
+			ctx := context.Background()
+			ep, err := engine.ParseEndpoint(e.Endpoint)
+			if err != nil {
+				b.Fatal(err)
+			}
+			conn, err := engine.Connect(ctx, ep)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			cfg := config.Default()
+			cfg.Image = sandboxImage
+			cfg.Creds.CopyClaude, cfg.Creds.CopyCodex = false, false
+			cfg.Agent = config.Agent{Kind: config.KindCustom, Mode: config.ModeACP, Command: "cat"}
+			sb, err := podbot.Launch(ctx, conn, podbot.LaunchOptions{Config: cfg, Intent: launchplan.IntentHosting,
+				Name: fmt.Sprintf("pbt-%s-%s-bench-host", suite.runID, e.Name)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				cctx, cancel := engine.CleanupContext(ctx)
+				defer cancel()
+				_ = sb.Close(cctx, true)
+			}()
+
+			// serve runs cat behind the bridge with policy p and returns the
+			// steady-state transfer time.
+			serve := func(p acp.Policy) time.Duration {
+				m := &flowMeter{}
+				code, err := hostflow.Serve(ctx, conn, hostflow.Options{ContainerID: sb.ID, Cmd: []string{"cat"},
+					Policy: p, Stdin: bytes.NewReader(payload), Stdout: m, Stderr: io.Discard})
+				if err != nil || code != 0 || m.n != len(payload) {
+					b.Fatalf("bridged cat (%s policy): exit %d, %v, %d of %d bytes", p.Mode, code, err, m.n, len(payload))
+				}
+				return m.elapsed()
+			}
+			var rawTime, bridgeTime, plumbingTime time.Duration
+			b.SetBytes(int64(2 * len(payload)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				raw := &flowMeter{}
+				code, err := conn.Exec(ctx, sb.ID, engine.ExecOptions{Cmd: []string{"cat"},
+					Stdin: bytes.NewReader(payload), Stdout: raw, Stderr: io.Discard})
+				if err != nil || code != 0 || raw.n != len(payload) {
+					b.Fatalf("raw cat: exit %d, %v, %d of %d bytes", code, err, raw.n, len(payload))
+				}
+				rawTime += raw.elapsed()
+
+				bridgeTime += serve(acp.Policy{Mode: acp.ModeACP})
+				// Codex pass-through: hostflow's plumbing without the policy's work.
+				plumbingTime += serve(acp.Policy{Mode: acp.ModeCodexAppServer})
+			}
+			b.StopTimer()
+			mb := float64(len(payload)) * float64(b.N) / (1 << 20)
+			rawRate, bridgeRate, plumbingRate := mb/rawTime.Seconds(), mb/bridgeTime.Seconds(), mb/plumbingTime.Seconds()
+			b.ReportMetric(rawRate, "raw-MiB/s")
+			b.ReportMetric(bridgeRate, "bridge-MiB/s")
+			b.ReportMetric(plumbingRate, "passthrough-MiB/s")
+			b.ReportMetric(bridgeRate/rawRate, "bridge/raw")
+			b.ReportMetric(plumbingRate/rawRate, "passthrough/raw")
+		})
+	}
+}
