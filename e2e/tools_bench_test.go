@@ -3,17 +3,22 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/podbot/podbot/sandbox"
 	"github.com/podbot/podbot/tools"
 )
 
@@ -57,6 +62,66 @@ func toolsAPIExec(ctx context.Context, e engineUnderTest, id string, argv ...str
 	return err
 }
 
+// toolsEchoStream opens one attached exec of cat in the container and
+// returns a function that sends a line through it and waits for the echo:
+// the floor under any call over a long-lived exec stream.
+func toolsEchoStream(b *testing.B, ctx context.Context, e engineUnderTest, id string) func() error {
+	b.Helper()
+	created, err := e.API.ContainerExecCreate(ctx, id, container.ExecOptions{AttachStdin: true, AttachStdout: true, AttachStderr: true, Cmd: []string{"cat"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hj, err := e.API.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(hj.Close)
+	pr, pw := io.Pipe()
+	go func() { _, err := stdcopy.StdCopy(pw, io.Discard, hj.Reader); pw.CloseWithError(err) }()
+	br := bufio.NewReader(pr)
+	line := []byte(strings.Repeat("x", 255) + "\n")
+	return func() error {
+		if _, err := hj.Conn.Write(line); err != nil {
+			return err
+		}
+		_, err := br.ReadSlice('\n')
+		return err
+	}
+}
+
+// toolsMaxSidecarRSS is the target for the sidecar's resident memory when idle.
+const toolsMaxSidecarRSS = 20 << 20
+
+// toolsSidecarUsage reads the sidecar's CPU time so far and its resident
+// memory from inside the sandbox: a command's parent is the sidecar, so
+// /proc/$PPID is the sidecar's (same user, same pid namespace).
+func toolsSidecarUsage(b *testing.B, ctx context.Context, s sandbox.Session) (cpu time.Duration, rssBytes int64) {
+	b.Helper()
+	res, err := sandbox.Invoke[tools.ShellResult](ctx, s, tools.ShellExecuteTool, tools.ShellParams{
+		Command: []string{"sh", "-c", `cat /proc/$PPID/stat; grep '^VmRSS:' /proc/$PPID/status`}})
+	if err != nil || res.ExitCode != 0 {
+		b.Fatalf("read sidecar usage: %v %+v", err, res)
+	}
+	stat, status, _ := strings.Cut(res.Stdout, "\n")
+	// Fields after the command name: state is 3, utime 14 and stime 15 (1-based, man 5 proc).
+	f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+	if len(f) < 13 {
+		b.Fatalf("unexpected /proc stat line %q", stat)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	rss := strings.Fields(status) // "VmRSS:", value, "kB"
+	if len(rss) < 2 {
+		b.Fatalf("unexpected /proc status line %q", status)
+	}
+	kib, err3 := strconv.ParseInt(rss[1], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		b.Fatalf("parse sidecar usage %q: %v", res.Stdout, err)
+	}
+	const clockTicks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / clockTicks, kib << 10
+}
+
 // BenchmarkToolsRoundTrip measures one tool call through the sidecar
 // stream against one Engine API exec per call and one CLI exec per call,
 // all in the same run on the same container.
@@ -74,7 +139,9 @@ func BenchmarkToolsRoundTrip(b *testing.B) {
 			cli := toolsEngineCLI(e)
 			shellArgs := json.RawMessage(`{"command":["true"]}`)
 			readArgs := json.RawMessage(`{"file_path":"kib.txt"}`)
-			var shellT, readT, apiT, cliT []time.Duration
+			echo := toolsEchoStream(b, ctx, e, id)
+			var shellT, readT, apiT, cliT, echoT []time.Duration
+			cpu0, _ := toolsSidecarUsage(b, ctx, s)
 			b.ResetTimer()
 			for range b.N {
 				t0 := time.Now()
@@ -94,14 +161,27 @@ func BenchmarkToolsRoundTrip(b *testing.B) {
 					b.Fatalf("%s exec: %v\n%s", cli[0], err, out)
 				}
 				t4 := time.Now()
+				if err := echo(); err != nil {
+					b.Fatal(err)
+				}
+				echoT = append(echoT, time.Since(t4))
 				shellT, readT = append(shellT, t1.Sub(t0)), append(readT, t2.Sub(t1))
 				apiT, cliT = append(apiT, t3.Sub(t2)), append(cliT, t4.Sub(t3))
 			}
 			b.StopTimer()
+			cpu1, _ := toolsSidecarUsage(b, ctx, s)
+			time.Sleep(time.Second) // let the sidecar go idle
+			_, rss := toolsSidecarUsage(b, ctx, s)
+			b.ReportMetric(float64(cpu1-cpu0)/float64(2*b.N+1)/float64(time.Microsecond), "sidecar-cpu-µs/call")
+			b.ReportMetric(float64(rss)/(1<<20), "sidecar-idle-rss-MiB")
+			if rss > toolsMaxSidecarRSS {
+				b.Errorf("sidecar resident memory %d KiB exceeds the %d KiB target", rss>>10, toolsMaxSidecarRSS>>10)
+			}
 			b.ReportMetric(toolsMS(toolsPercentile(shellT, 50)), "shell-p50-ms")
 			b.ReportMetric(toolsMS(toolsPercentile(shellT, 99)), "shell-p99-ms")
 			b.ReportMetric(toolsMS(toolsPercentile(readT, 50)), "read1k-p50-ms")
 			b.ReportMetric(toolsMS(toolsPercentile(readT, 99)), "read1k-p99-ms")
+			b.ReportMetric(toolsMS(toolsPercentile(echoT, 50)), "stream-echo-p50-ms")
 			b.ReportMetric(toolsMS(toolsPercentile(apiT, 50)), "api-exec-p50-ms")
 			b.ReportMetric(toolsMS(toolsPercentile(cliT, 50)), "cli-exec-p50-ms")
 			b.ReportMetric(float64(toolsPercentile(apiT, 50))/float64(toolsPercentile(shellT, 50)), "x-api-exec/shell")

@@ -89,3 +89,23 @@ func BenchmarkShellExecuteTrue(b *testing.B) {
 		},
 		callOK(cs, ShellExecuteTool, map[string]any{"command": []string{"true"}}))
 }
+
+// BenchmarkReadFileAllocs reports what one read_file of 1 KiB allocates
+// directly (read buffers are sized to the file, not 64 KiB each).
+func BenchmarkReadFileAllocs(b *testing.B) {
+	ws, err := NewWorkspace(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	line := strings.Repeat("x", 63) + "\n"
+	if _, err := ws.WriteFile(context.Background(), WriteFileParams{FilePath: "one.txt", Content: strings.Repeat(line, 16)}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ws.ReadFile(context.Background(), ReadFileParams{FilePath: "one.txt"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -245,7 +245,7 @@ func (w *Workspace) applyStaged(order []string, staged map[string]string) ([]str
 
 // readSmallText reads a workspace text file of at most maxBytes.
 func (w *Workspace) readSmallText(ctx context.Context, tool, param, rel string, maxBytes int64) (string, error) {
-	f, err := w.openText(ctx, tool, param, rel)
+	f, _, err := w.openText(ctx, tool, param, rel)
 	if err != nil {
 		return "", err
 	}

@@ -74,14 +74,14 @@ func (w *Workspace) ReadFile(ctx context.Context, p ReadFileParams) (ReadFileRes
 	if err != nil {
 		return ReadFileResult{}, err
 	}
-	f, err := w.openText(ctx, readTool, "file_path", c.rel)
+	f, size, err := w.openText(ctx, readTool, "file_path", c.rel)
 	if err != nil {
 		return ReadFileResult{}, err
 	}
 	defer f.Close()
 
 	res := ReadFileResult{FilePath: logical(c.rel), Offset: c.offset, Limit: c.limit}
-	br := bufio.NewReaderSize(f, 64*1024)
+	br := bufio.NewReaderSize(f, sizedBuffer(size, readBufferBytes))
 	var content strings.Builder
 	var buf []byte
 	n := 0
@@ -118,7 +118,7 @@ func (w *Workspace) ReadFile(ctx context.Context, p ReadFileParams) (ReadFileRes
 		}
 	}
 	// Count the remaining lines without keeping them.
-	rest, err := countLines(br)
+	rest, err := countLines(br, sizedBuffer(size, readBufferBytes))
 	if err != nil {
 		return ReadFileResult{}, w.fsError(readTool, "file_path", c.rel, err)
 	}
@@ -127,9 +127,13 @@ func (w *Workspace) ReadFile(ctx context.Context, p ReadFileParams) (ReadFileRes
 	return res, nil
 }
 
-// countLines counts the lines left in r (a last line without a newline counts).
-func countLines(r io.Reader) (int, error) {
-	buf := make([]byte, 64*1024)
+// readBufferBytes is the largest buffer read_file reads a file through.
+const readBufferBytes = 64 * 1024
+
+// countLines counts the lines left in r (a last line without a newline
+// counts), reading through a buffer of bufSize bytes.
+func countLines(r io.Reader, bufSize int) (int, error) {
+	buf := make([]byte, bufSize)
 	count, last := 0, byte('\n')
 	for {
 		n, err := r.Read(buf)

@@ -10,38 +10,53 @@ import (
 )
 
 // openText opens rel for reading after checking it is a regular text file.
-func (w *Workspace) openText(ctx context.Context, tool, param, rel string) (*os.File, error) {
+// It also returns the file's size when it was opened.
+func (w *Workspace) openText(ctx context.Context, tool, param, rel string) (*os.File, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	f, err := w.root.Open(rel)
 	if err != nil {
-		return nil, w.fsError(tool, param, rel, err)
+		return nil, 0, w.fsError(tool, param, rel, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, w.fsError(tool, param, rel, err)
+		return nil, 0, w.fsError(tool, param, rel, err)
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, notRegular(tool, param, rel, st.Mode())
+		return nil, 0, notRegular(tool, param, rel, st.Mode())
 	}
-	sample := make([]byte, BinarySniffBytes)
+	sample := make([]byte, sizedBuffer(st.Size(), BinarySniffBytes))
 	n, err := io.ReadFull(f, sample)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		f.Close()
-		return nil, w.fsError(tool, param, rel, err)
+		return nil, 0, w.fsError(tool, param, rel, err)
 	}
 	if looksBinary(sample[:n]) {
 		f.Close()
-		return nil, binaryRefused(tool, param, rel)
+		return nil, 0, binaryRefused(tool, param, rel)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		f.Close()
-		return nil, w.fsError(tool, param, rel, err)
+		return nil, 0, w.fsError(tool, param, rel, err)
 	}
-	return f, nil
+	return f, st.Size(), nil
+}
+
+// minBuffer is the smallest read buffer sizedBuffer returns.
+const minBuffer = 512
+
+// sizedBuffer is the size of a buffer for reading a file of size bytes:
+// one byte more than the file (so a read sees its end at once), at least
+// minBuffer (the file may grow) and at most max. Small files, the usual
+// case, then cost a small allocation instead of max bytes.
+func sizedBuffer(size int64, max int) int {
+	if size < 0 || size >= int64(max) {
+		return max
+	}
+	return int(min(int64(max), size+1+minBuffer))
 }
 
 // replaceFile atomically replaces rel with data, keeping its permissions:

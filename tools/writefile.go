@@ -143,7 +143,7 @@ func (w *Workspace) EditFile(ctx context.Context, p EditFileParams) (EditFileRes
 	if err != nil {
 		return EditFileResult{}, err
 	}
-	f, err := w.openText(ctx, editTool, "file_path", rel)
+	f, _, err := w.openText(ctx, editTool, "file_path", rel)
 	if err != nil {
 		return EditFileResult{}, err
 	}

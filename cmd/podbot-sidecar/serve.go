@@ -48,9 +48,16 @@ func serve(ctx context.Context, opts serveOptions) error {
 	}
 	defer ws.Close()
 	server := tools.NewMCPServer(ws, version)
-	err = server.Run(ctx, &mcp.StdioTransport{MaxLineLength: maxFrameBytes})
+	transport := &mcp.IOTransport{Reader: pollable(os.Stdin), Writer: nopCloser{os.Stdout}, MaxLineLength: maxFrameBytes}
+	err = server.Run(ctx, transport)
 	if ctx.Err() != nil {
 		return nil // asked to stop
 	}
 	return err
 }
+
+// nopCloser keeps stdout open when the transport closes, as the standard
+// stdio transport does.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
