@@ -3,12 +3,14 @@ package acp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // frameOf pads a message to size bytes (including its "\n").
@@ -59,15 +61,46 @@ func BenchmarkPolicyFrame(b *testing.B) {
 	}
 }
 
-// BenchmarkBridgeThroughput moves the same 8 MiB of agent output (1 KiB
-// session/update frames) through Bridge with the ACP policy and through
-// io.Copy, in the same run, and reports the ratio (bridge / copy).
+// sessionUpdate is an agent_message_chunk notification; %s is its text.
+const sessionUpdate = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}}}`
+
+// BenchmarkBridgeThroughput moves about 8 MiB of agent output through
+// Bridge with the ACP policy and through io.Copy, in the same run, and
+// reports the ratio (bridge / copy). The cases vary the frame size: many
+// small frames, the common 1 KiB, 64 KiB text chunks and 1 MiB frames.
 func BenchmarkBridgeThroughput(b *testing.B) {
-	frame := frameOf(1024, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}}}`)
-	payload := bytes.Repeat(frame, (8<<20)/len(frame))
+	for _, c := range []struct {
+		name string
+		size int
+	}{
+		{"small-256B", 256},
+		{"1KiB", 1 << 10},
+		{"64KiB", 64 << 10},
+		{"1MiB", 1 << 20},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			frame := frameOf(c.size, sessionUpdate)
+			payload := bytes.Repeat(frame, max(1, (8<<20)/len(frame)))
+			benchBridge(b, payload)
+		})
+	}
+}
+
+// BenchmarkBridgeThroughputEscaped is the 64 KiB case with text that is
+// mostly escapes and multi-byte UTF-8, the slow paths of a JSON scanner.
+func BenchmarkBridgeThroughputEscaped(b *testing.B) {
+	text := strings.Repeat(`line \"quoted\" \u00e9t\u00e9 ça — ok\n`, (64<<10)/48)
+	frame := []byte(fmt.Sprintf(sessionUpdate, text) + "\n")
+	benchBridge(b, bytes.Repeat(frame, (8<<20)/len(frame)))
+}
+
+// benchBridge times payload through io.Copy and through Bridge with the
+// ACP policy, alternating in the same run.
+func benchBridge(b *testing.B, payload []byte) {
 	var bridgeTime, copyTime time.Duration
 	ctx := context.Background()
 	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
@@ -92,3 +125,38 @@ func BenchmarkBridgeThroughput(b *testing.B) {
 
 // onlyReader hides WriterTo so io.Copy really copies through a buffer.
 type onlyReader struct{ io.Reader }
+
+// BenchmarkScanObject compares the one-pass scanner with the checks it
+// replaces (utf8.Valid then json.Valid) on 64 KiB session/update frames of
+// plain ASCII, of escape-heavy text and of CJK text.
+func BenchmarkScanObject(b *testing.B) {
+	texts := []struct{ name, unit string }{
+		{"ascii", "x"},
+		{"escaped", `line \"quoted\" \u00e9t\u00e9 ça — ok\n`},
+		{"cjk", "日本語のテキスト"},
+	}
+	for _, tx := range texts {
+		text := strings.Repeat(tx.unit, (64<<10)/len(tx.unit))
+		frame := []byte(fmt.Sprintf(sessionUpdate, text))
+		b.Run(tx.name+"/scanObject", func(b *testing.B) {
+			var members []member
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if members, err = scanObject(frame, members, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tx.name+"/stdlib", func(b *testing.B) {
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if !utf8.Valid(frame) || !json.Valid(frame) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -58,11 +57,14 @@ type verdict struct {
 }
 
 // filter applies a Policy frame by frame. It is safe for concurrent use by
-// one pump per direction.
+// one pump per direction (one caller of frame per sending peer at a time).
 type filter struct {
 	p        Policy
 	log      *slog.Logger
 	answered answeredIDs
+	// members is each sender's buffer for a frame's top-level members,
+	// reused from frame to frame.
+	members [2][]member
 }
 
 func newFilter(p Policy) *filter {
@@ -78,7 +80,9 @@ func (f *filter) frame(ctx context.Context, from peer, frame []byte) verdict {
 	if f.p.Mode == ModeCodexAppServer && from == client {
 		return verdict{forward: frame}
 	}
-	m, err := parseMessage(content)
+	m, err := parseMessage(content, f.members[from])
+	f.members[from] = m.members
+	defer clear(m.members) // drop references into the frame
 	if err != nil {
 		f.log.WarnContext(ctx, "acp: dropped a frame that is not a single well-formed JSON-RPC message",
 			"from", from.String(), "bytes", len(frame), "reason", err.Error())
@@ -88,15 +92,15 @@ func (f *filter) frame(ctx context.Context, from peer, frame []byte) verdict {
 		return verdict{forward: frame}
 	}
 	if from == client {
-		return f.fromClient(ctx, m, frame, term)
+		return f.fromClient(ctx, &m, frame, term)
 	}
-	return f.fromAgent(ctx, m, frame, term)
+	return f.fromAgent(ctx, &m, frame, term)
 }
 
 // fromClient masks initialize and swallows cancels podbot answered.
 func (f *filter) fromClient(ctx context.Context, m *message, frame, term []byte) verdict {
 	switch {
-	case strings.EqualFold(m.method, "initialize"):
+	case equalFoldASCII(m.method, "initialize"):
 		params, changed, err := maskInitializeParams(m.params)
 		if err != nil {
 			f.log.WarnContext(ctx, "acp: refused an initialize request whose params cannot be masked",
@@ -108,7 +112,7 @@ func (f *filter) fromClient(ctx context.Context, m *message, frame, term []byte)
 			return verdict{forward: frame}
 		}
 		for i := range m.members {
-			if strings.EqualFold(m.members[i].key, "params") {
+			if m.members[i].named("params") {
 				m.members[i].value = params
 			}
 		}
@@ -124,7 +128,7 @@ func (f *filter) fromClient(ctx context.Context, m *message, frame, term []byte)
 // fromAgent refuses blocked methods and swallows cancels podbot answered.
 func (f *filter) fromAgent(ctx context.Context, m *message, frame, term []byte) verdict {
 	if f.blocked(m.method) {
-		method := clip(m.method)
+		method := clip(string(m.method))
 		f.log.WarnContext(ctx, "acp: refused an agent request to act on the client's host",
 			"method", method, "request", m.hasID, "mode", f.p.Mode.String())
 		if !m.hasID {
@@ -151,16 +155,22 @@ func (f *filter) refusalReason() string {
 }
 
 // blocked reports whether an agent-sent method must not reach the client.
-func (f *filter) blocked(method string) bool {
+func (f *filter) blocked(method []byte) bool {
 	if f.p.Mode == ModeCodexAppServer {
-		return strings.EqualFold(method, codexDynamicToolCall)
+		return equalFoldASCII(method, codexDynamicToolCall)
 	}
 	for _, p := range blockedPrefixes {
-		if len(method) >= len(p) && strings.EqualFold(method[:len(p)], p) {
+		if hasPrefixFold(method, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// hasPrefixFold reports whether method starts with the ASCII prefix p under
+// Unicode case folding, as strings.EqualFold(method[:len(p)], p) would.
+func hasPrefixFold(method []byte, p string) bool {
+	return len(method) >= len(p) && equalFoldASCII(method[:len(p)], p)
 }
 
 // swallowCancel reports whether m cancels a request from the same peer
@@ -168,7 +178,7 @@ func (f *filter) blocked(method string) bool {
 func (f *filter) swallowCancel(ctx context.Context, from peer, m *message) bool {
 	isCancel := false
 	for _, c := range cancelMethods {
-		isCancel = isCancel || strings.EqualFold(m.method, c)
+		isCancel = isCancel || equalFoldASCII(m.method, c)
 	}
 	if !isCancel || m.hasID || len(m.params) == 0 || m.params[0] != '{' {
 		return false
@@ -178,7 +188,7 @@ func (f *filter) swallowCancel(ctx context.Context, from peer, m *message) bool 
 		return false
 	}
 	for _, mb := range members {
-		if strings.EqualFold(mb.key, "requestId") && scalarID(mb.value) &&
+		if mb.named("requestId") && scalarID(mb.value) &&
 			f.answered.take(from, idKey(mb.value)) {
 			f.log.DebugContext(ctx, "acp: swallowed a cancel for a request podbot answered itself",
 				"from", from.String())
@@ -261,6 +271,9 @@ func clip(s string) string {
 
 // asTooLarge reports whether err is an oversize frame.
 func asTooLarge(err error) (*FrameTooLargeError, bool) {
+	if err == nil {
+		return nil, false // no allocation for errors.As on the per-frame path
+	}
 	var e *FrameTooLargeError
 	ok := errors.As(err, &e)
 	return e, ok

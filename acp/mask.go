@@ -1,9 +1,6 @@
 package acp
 
-import (
-	"encoding/json"
-	"strings"
-)
+import "encoding/json"
 
 // Capability keys removed from an initialize request's clientCapabilities:
 // each would let the agent run code or touch files on the client's host.
@@ -31,7 +28,7 @@ func maskInitializeParams(params json.RawMessage) (out json.RawMessage, changed 
 		return nil, false, err
 	}
 	for i, mb := range members {
-		if !strings.EqualFold(mb.key, "clientCapabilities") {
+		if !mb.named("clientCapabilities") {
 			continue
 		}
 		v, c, err := maskObject(mb.value, maskCapabilities)
@@ -50,7 +47,7 @@ func maskInitializeParams(params json.RawMessage) (out json.RawMessage, changed 
 
 // maskObject applies fn to raw when raw is a JSON object and re-encodes it
 // if fn changed anything. Values that are not objects are left alone.
-func maskObject(raw json.RawMessage, fn func([]member) ([]member, bool, error)) (json.RawMessage, bool, error) {
+func maskObject(raw []byte, fn func([]member) ([]member, bool, error)) (json.RawMessage, bool, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return raw, false, nil
 	}
@@ -72,16 +69,16 @@ func maskCapabilities(members []member) ([]member, bool, error) {
 	kept := members[:0]
 	for _, mb := range members {
 		switch {
-		case strings.EqualFold(mb.key, capFS), strings.EqualFold(mb.key, capTerminal):
+		case mb.named(capFS), mb.named(capTerminal):
 			changed = true
 			continue
-		case strings.EqualFold(mb.key, capAuth):
+		case mb.named(capAuth):
 			v, c, err := maskObject(mb.value, dropKey(capTerminal))
 			if err != nil {
 				return nil, false, err
 			}
 			mb.value, changed = v, changed || c
-		case strings.EqualFold(mb.key, capMeta):
+		case mb.named(capMeta):
 			v, c, err := maskObject(mb.value, dropKey(metaTerminalKey))
 			if err != nil {
 				return nil, false, err
@@ -100,7 +97,7 @@ func dropKey(key string) func([]member) ([]member, bool, error) {
 		changed := false
 		kept := members[:0]
 		for _, mb := range members {
-			if strings.EqualFold(mb.key, key) {
+			if mb.named(key) {
 				changed = true
 				continue
 			}

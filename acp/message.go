@@ -5,19 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"unicode/utf8"
 )
 
-// member is one name/value pair of a JSON object, in document order.
-type member struct {
-	key   string
-	value json.RawMessage
-}
-
-// message is a parsed top-level JSON-RPC frame.
+// message is a parsed top-level JSON-RPC frame. Its slices point into the
+// frame and into the members buffer it was parsed with.
 type message struct {
 	members   []member
-	method    string
+	method    []byte // decoded
 	hasMethod bool
 	id        json.RawMessage
 	hasID     bool
@@ -58,32 +52,7 @@ func isBlank(content []byte) bool {
 // parseObject reads exactly one JSON object from data and returns its
 // members in order, duplicates included. Values are sub-slices of data.
 func parseObject(data []byte) ([]member, error) {
-	if !json.Valid(data) {
-		return nil, errInvalidJSON
-	}
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return nil, errNotObject
-	}
-	var members []member
-	i = skipSpace(data, i+1)
-	for i < len(data) && data[i] != '}' {
-		// data is valid JSON: a key string, ':', a value, then ',' or '}'.
-		kEnd := skipString(data, i)
-		key, ok := decodeString(data[i:kEnd])
-		if !ok {
-			return nil, errInvalidJSON
-		}
-		i = skipSpace(data, kEnd) + 1 // ':'
-		vStart := skipSpace(data, i)
-		vEnd := skipValue(data, vStart)
-		members = append(members, member{key: key, value: json.RawMessage(data[vStart:vEnd])})
-		i = skipSpace(data, vEnd)
-		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-	}
-	return members, nil
+	return scanObject(data, nil, false)
 }
 
 // decodeString decodes a JSON string token, taking the fast path when it
@@ -99,99 +68,51 @@ func decodeString(raw []byte) (string, bool) {
 	return s, json.Unmarshal(raw, &s) == nil
 }
 
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
+// stringContent returns the decoded content of a string token that has
+// already been validated, without copying when it holds no escapes.
+func stringContent(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil, false
 	}
-	return i
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1], true
+	}
+	s, ok := decodeString(raw)
+	return []byte(s), ok
 }
 
-// skipString returns the index just past the string starting at data[i].
-func skipString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(data)
-}
-
-// skipValue returns the index just past the value starting at data[i].
-func skipValue(data []byte, i int) int {
-	if i >= len(data) {
-		return i
-	}
-	switch data[i] {
-	case '"':
-		return skipString(data, i)
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				i = skipString(data, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(data)
-	}
-	for i < len(data) {
-		switch data[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	return i
-}
-
-// parseMessage checks a frame's content and reads its method, id and params.
-func parseMessage(content []byte) (*message, error) {
-	if !utf8.Valid(content) {
-		return nil, errBadUTF8
-	}
-	if bytes.IndexByte(content, '\r') >= 0 {
-		return nil, errBareCR
-	}
-	members, err := parseObject(content)
+// parseMessage checks a frame's content in one pass (strict JSON, valid
+// UTF-8, no "\r") and reads its method, id and params. The members are
+// kept in buf's storage, which the caller may pass again for the next frame.
+func parseMessage(content []byte, buf []member) (message, error) {
+	members, err := scanObject(content, buf, true)
+	m := message{members: members}
 	if err != nil {
-		return nil, err
+		return m, err
 	}
-	m := &message{members: members}
 	for _, mb := range members {
 		switch {
-		case strings.EqualFold(mb.key, "method"):
+		case mb.named("method"):
 			if m.hasMethod {
-				return nil, errDuplicate
+				return m, errDuplicate
 			}
 			m.hasMethod = true
-			method, ok := decodeString(mb.value)
+			method, ok := stringContent(mb.value)
 			if !ok {
-				return nil, errMethodType
+				return m, errMethodType
 			}
 			m.method = method
-		case strings.EqualFold(mb.key, "id"):
+		case mb.named("id"):
 			if m.hasID {
-				return nil, errDuplicate
+				return m, errDuplicate
 			}
 			if !scalarID(mb.value) {
-				return nil, errIDType
+				return m, errIDType
 			}
 			m.hasID, m.id = true, mb.value
-		case strings.EqualFold(mb.key, "params"):
+		case mb.named("params"):
 			if m.hasParams {
-				return nil, errDuplicate
+				return m, errDuplicate
 			}
 			m.hasParams, m.params = true, mb.value
 		}
@@ -277,7 +198,7 @@ func encodeObject(members []member) []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeString(&b, mb.key)
+		writeString(&b, string(mb.key))
 		b.WriteByte(':')
 		b.Write(mb.value)
 	}
