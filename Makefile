@@ -34,17 +34,26 @@ engines:
 engines-down:
 	$(ENGINES) down
 
-## image: build the sandbox image on both engines without a registry
+# Agent CLIs baked into the agent image (claude, codex, or none), and the
+# host's extra CA certificates, which npm needs inside the build when a
+# TLS-intercepting proxy stands between this machine and the registry.
+PODBOT_AGENTS ?= claude,codex
+CA_CERTS      := $(foreach c,$(wildcard /usr/local/share/ca-certificates/*.crt),--ca-cert $(c))
+
+## image: build the sandbox image and the agent image (nested Podman, agent
+## CLIs) on both engines without a registry; each is skipped when current
 image: build engines
 	source <($(ENGINES) env) && \
-	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_PODMAN_SOCKET" image build --bootstrap && \
-	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_DOCKER_SOCKET" image build --bootstrap
+	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_PODMAN_SOCKET" image build --bootstrap --agents $(PODBOT_AGENTS) $(CA_CERTS) && \
+	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_DOCKER_SOCKET" image build --bootstrap --agents $(PODBOT_AGENTS) $(CA_CERTS)
 
-## demo: podbot's main job end to end on this machine
-demo: build engines image
+## demo: podbot's main job end to end on this machine: a sample repository
+## on a local git server, cloned into a sandbox, Codex against a mock model
+demo: build engines peers image
 	source <($(ENGINES) env) && \
-	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_PODMAN_SOCKET" doctor && \
-	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_DOCKER_SOCKET" doctor
+	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_PODMAN_SOCKET" doctor || true
+	PODBOT_DEMO_ENGINE=podman scripts/demo.sh
+	PODBOT_DEMO_ENGINE=docker scripts/demo.sh
 
 ## check: everything CI runs: vet, gofmt, unit tests under -race, short fuzz, e2e on both engines
 check: vet fmt-check race fuzz test-e2e

@@ -138,6 +138,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 			"install podbot-sidecar next to podbot (make build), or set PODBOT_SIDECAR_PATH")
 	}
 	doctorHost(opts.Host, r.Engine, add)
+	doctorNested(opts.Host, r.Engine, opts.Config, add)
 	if opts.Config != nil && opts.Config.Config.GitHub.Configured() {
 		doctorGitHub(ctx, opts.Config.Config.GitHub, opts.GitHubApp, add)
 	}

@@ -111,8 +111,8 @@ func BuildAgentImage(ctx context.Context, api ImageAPI, opts AgentImageOptions) 
 		return res, err
 	}
 	args := map[string]*string{
-		sandboximage.BaseArg:    strPtr(base),
-		sandboximage.AgentsArg:  strPtr(strings.Join(agents, " ")),
+		sandboximage.BaseArg:   strPtr(base),
+		sandboximage.AgentsArg: strPtr(strings.Join(agents, " ")),
 	}
 	for _, c := range sandboximage.AgentCLIs() {
 		args[c.VersionArg] = strPtr(c.Version)

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -115,6 +118,12 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 		return err
 	}
 	lo.HostPath, lo.Repo, lo.Branch, lo.Name, lo.ExtraArgs = opts.workspace, opts.repo, opts.branch, opts.name, opts.extraArgs
+	// An IDE that goes away closes the pipe behind stdout. Receiving SIGPIPE
+	// turns the next write into an error instead of killing podbot, so the
+	// bridge stops and the container is still removed.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
 	code, err := podbot.Host(ctx, conn, podbot.HostOptions{Launch: lo, Stdin: f.ios.In, Stdout: f.ios.Out})
 	if err != nil {
 		return err

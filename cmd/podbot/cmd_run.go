@@ -77,7 +77,9 @@ func (o *runOptions) parseArgs(args []string, dash int) error {
 	case o.branch == "":
 		return &usageError{msg: "--branch must not be empty"}
 	}
-	o.extraArgs = args
+	if len(args) > 0 {
+		o.extraArgs = args
+	}
 	return nil
 }
 
