@@ -139,7 +139,7 @@ func parseNetAddress(scheme, addr string) (string, error) {
 			}
 		}
 	}
-	return u.Host + strings.TrimSuffix(u.EscapedPath(), "/"), nil
+	return u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
 }
 
 func endpointError(raw string, reason error, msg string) error {
