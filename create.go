@@ -13,10 +13,12 @@ import (
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/sandbox"
 )
 
-// SidecarTarget is where the podbot-sidecar binary appears inside a sandbox.
-const SidecarTarget = "/usr/local/libexec/podbot/podbot-sidecar"
+// SidecarTarget is where the podbot-sidecar binary appears inside a sandbox:
+// the same place for agent sandboxes and tool sessions.
+const SidecarTarget = sandbox.SidecarTarget
 
 // createTimeout bounds the engine's create and start calls, which run on a
 // context detached from the caller's cancellation (see Create).
