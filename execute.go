@@ -9,11 +9,8 @@ import (
 	"github.com/podbot/podbot/errdefs"
 )
 
-// TermSize is a terminal size in character cells.
-type TermSize struct {
-	// Height and Width are rows and columns.
-	Height, Width uint
-}
+// TermSize is a terminal size in character cells (rows and columns).
+type TermSize = engine.Size
 
 // ExecOptions are the inputs of Exec.
 type ExecOptions struct {
@@ -37,10 +34,11 @@ type ExecOptions struct {
 	// Stdout and Stderr receive the command's output (nil discards). With
 	// TTY everything goes to Stdout.
 	Stdout, Stderr io.Writer
-	// Resize delivers terminal sizes for a TTY exec. A size already waiting
-	// in it when Exec is called is applied as soon as the exec starts. A
-	// failed resize is logged, never fatal.
-	Resize <-chan TermSize
+	// InitialSize, when non-zero, is applied to a TTY exec as soon as it
+	// starts; Resize delivers later sizes. A failed resize is logged, never
+	// fatal.
+	InitialSize TermSize
+	Resize      <-chan TermSize
 	// Any allows a container podbot did not create.
 	Any bool
 	// Logger receives diagnostics (failed resizes); nil discards them.
@@ -81,38 +79,8 @@ func execIn(ctx context.Context, conn *engine.Conn, id string, opts ExecOptions)
 	if opts.Detach {
 		eo.TTY, eo.Stdin, eo.Stdout, eo.Stderr = false, nil, nil, nil
 	}
-	if eo.TTY && opts.Resize != nil {
-		// A size already waiting is the initial one: the engine applies it
-		// once the exec has started.
-		select {
-		case sz, ok := <-opts.Resize:
-			if ok {
-				eo.InitialSize = engine.Size{Height: sz.Height, Width: sz.Width}
-			}
-		default:
-		}
-		sizes := make(chan engine.Size)
-		eo.Resize = sizes
-		rctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go func() {
-			defer close(sizes)
-			for {
-				select {
-				case <-rctx.Done():
-					return
-				case sz, ok := <-opts.Resize:
-					if !ok {
-						return
-					}
-					select {
-					case sizes <- engine.Size{Height: sz.Height, Width: sz.Width}:
-					case <-rctx.Done():
-						return
-					}
-				}
-			}
-		}()
+	if eo.TTY {
+		eo.InitialSize, eo.Resize = opts.InitialSize, opts.Resize
 	}
 	if opts.Logger != nil {
 		logger := opts.Logger

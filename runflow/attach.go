@@ -109,7 +109,7 @@ func Attach(ctx context.Context, x Execer, opts Options) (Result, error) {
 		if sz, ok := Size(t.Out); ok {
 			eo.InitialSize = sz
 		}
-		sizes, stop := watchSize(ctx, t.Out)
+		sizes, stop := WatchSize(ctx, t.Out)
 		defer stop()
 		eo.Resize = sizes
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/podbot/podbot/engine"
 )
 
-// watchSize has no window-change signal to follow on this platform: the
+// WatchSize has no window-change signal to follow on this platform: the
 // initial size is all the exec gets.
-func watchSize(ctx context.Context, out any) (<-chan engine.Size, func()) {
+func WatchSize(ctx context.Context, out any) (<-chan engine.Size, func()) {
 	ch := make(chan engine.Size)
 	close(ch)
 	return ch, func() {}

@@ -11,10 +11,10 @@ import (
 	"github.com/podbot/podbot/engine"
 )
 
-// watchSize delivers the size of the terminal behind out after every
+// WatchSize delivers the size of the terminal behind out after every
 // SIGWINCH until stop is called or ctx ends. The channel is closed when the
 // watch ends. A size not yet taken is replaced by a newer one.
-func watchSize(ctx context.Context, out any) (<-chan engine.Size, func()) {
+func WatchSize(ctx context.Context, out any) (<-chan engine.Size, func()) {
 	ch := make(chan engine.Size, 1)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGWINCH)

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/runflow"
 )
 
 // execOptions are podbot exec's flags and arguments.
@@ -120,12 +119,13 @@ func execRun(ctx context.Context, f *factory, opts *execOptions) error {
 		lib.Stdin, lib.Stdout, lib.Stderr = f.ios.In, f.ios.Out, f.ios.ErrOut
 	}
 	if lib.TTY {
-		restore, err := rawTerminal(f.ios.In)
+		restore, err := runflow.MakeRaw(f.ios.In)
 		if err != nil {
 			return err
 		}
 		defer restore()
-		sizes, stop := watchTerminalSize(ctx, f.ios.Out)
+		lib.InitialSize, _ = runflow.Size(f.ios.Out)
+		sizes, stop := runflow.WatchSize(ctx, f.ios.Out)
 		defer stop()
 		lib.Resize = sizes
 	}
@@ -137,57 +137,4 @@ func execRun(ctx context.Context, f *factory, opts *execOptions) error {
 		return &errdefs.ExitError{Code: code}
 	}
 	return nil
-}
-
-// fdOf returns the file descriptor behind r, if it has one.
-func fdOf(r any) (int, bool) {
-	if f, ok := r.(interface{ Fd() uintptr }); ok {
-		return int(f.Fd()), true
-	}
-	return 0, false
-}
-
-// rawTerminal puts in into raw mode when it is a terminal and returns a
-// function that restores it (safe to call more than once).
-func rawTerminal(in any) (func(), error) {
-	fd, ok := fdOf(in)
-	if !ok || !term.IsTerminal(fd) {
-		return func() {}, nil
-	}
-	state, err := term.MakeRaw(fd)
-	if err != nil {
-		return nil, &errdefs.FilesystemError{Op: "set raw mode", Path: "/dev/stdin", Err: err}
-	}
-	return sync.OnceFunc(func() { _ = term.Restore(fd, state) }), nil
-}
-
-// terminalSize reads the size of the terminal behind out.
-func terminalSize(out any) (podbot.TermSize, bool) {
-	fd, ok := fdOf(out)
-	if !ok {
-		return podbot.TermSize{}, false
-	}
-	w, h, err := term.GetSize(fd)
-	if err != nil || w <= 0 || h <= 0 {
-		return podbot.TermSize{}, false
-	}
-	return podbot.TermSize{Height: uint(h), Width: uint(w)}, true
-}
-
-// sizeSender sends the current terminal size, dropping a stale pending one.
-func sizeSender(out any, ch chan podbot.TermSize) func() {
-	return func() {
-		sz, ok := terminalSize(out)
-		if !ok {
-			return
-		}
-		select {
-		case <-ch:
-		default:
-		}
-		select {
-		case ch <- sz:
-		default:
-		}
-	}
 }
