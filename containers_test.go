@@ -81,12 +81,19 @@ func (f *inspectFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func newInspectFake(t *testing.T, ctrs ...fakeCtr) (*inspectFake, *engine.Conn) {
 	t.Helper()
 	f := &inspectFake{containers: ctrs}
+	return f, serveFakeEngine(t, f)
+}
+
+// serveFakeEngine serves h as an Engine API on a unix socket in a temp
+// dir and returns a connection to it; both close when the test ends.
+func serveFakeEngine(t *testing.T, h http.Handler) *engine.Conn {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "engine.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(f)
+	srv := httptest.NewUnstartedServer(h)
 	srv.Listener.Close()
 	srv.Listener = l
 	srv.Start()
@@ -96,7 +103,7 @@ func newInspectFake(t *testing.T, ctrs ...fakeCtr) (*inspectFake, *engine.Conn) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return f, conn
+	return conn
 }
 
 func TestResolveContainer(t *testing.T) {

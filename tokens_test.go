@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,22 +89,7 @@ func (f *tokenEngineFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func newTokenEngine(t *testing.T, ctrs ...fakeCtr) (*tokenEngineFake, *engine.Conn) {
 	t.Helper()
 	f := &tokenEngineFake{ctrs: ctrs}
-	sock := filepath.Join(t.TempDir(), "engine.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(f)
-	srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	conn, err := engine.Connect(context.Background(), engine.Endpoint{Scheme: engine.SchemeUnix, Address: sock, Raw: "unix://" + sock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return f, conn
+	return f, serveFakeEngine(t, f)
 }
 
 // countingSource mints distinct long-lived tokens.
