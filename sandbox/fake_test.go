@@ -7,8 +7,6 @@ import (
 	"io"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/tools"
 )
@@ -59,7 +57,7 @@ func (f *fakeRuntime) attach(_ context.Context, id string) (*stream, error) {
 	fromServerR, fromServerW := io.Pipe()
 	srv := tools.NewMCPServer(ws, "test")
 	go func() {
-		_ = srv.Run(context.Background(), &mcp.IOTransport{Reader: toServerR, Writer: fromServerW})
+		_ = srv.Run(context.Background(), &tools.LineTransport{Reader: toServerR, Writer: fromServerW})
 		ws.Close()
 	}()
 	// Mirror the engine runtime: stdout is copied into a pipe, and done

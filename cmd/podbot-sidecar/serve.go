@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/podbot/podbot/tools"
 )
 
@@ -48,7 +47,7 @@ func serve(ctx context.Context, opts serveOptions) error {
 	}
 	defer ws.Close()
 	server := tools.NewMCPServer(ws, version)
-	transport := &mcp.IOTransport{Reader: pollable(os.Stdin), Writer: nopCloser{os.Stdout}, MaxLineLength: maxFrameBytes}
+	transport := &tools.LineTransport{Reader: pollable(os.Stdin), Writer: nopCloser{os.Stdout}, MaxFrameBytes: maxFrameBytes}
 	err = server.Run(ctx, transport)
 	if ctx.Err() != nil {
 		return nil // asked to stop

@@ -82,9 +82,9 @@ func BenchmarkServeStdin(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		b.Cleanup(cancel)
 		go func() {
-			_ = tools.NewMCPServer(ws, "bench").Run(ctx, &mcp.IOTransport{Reader: in, Writer: nopCloser{outW}})
+			_ = tools.NewMCPServer(ws, "bench").Run(ctx, &tools.LineTransport{Reader: in, Writer: nopCloser{outW}})
 		}()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &tools.LineTransport{Reader: outR, Writer: inW}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
