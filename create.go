@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -162,41 +161,6 @@ func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, 
 	return req, nil
 }
 
-// withSidecar bind-mounts the host's podbot-sidecar binary read-only at
-// SidecarTarget. Plan.Apply runs the socket guard over it.
-func withSidecar(hostPath string) launchplan.Option {
-	return func(p *launchplan.Plan) error {
-		for _, m := range p.Mounts {
-			if m.Target == SidecarTarget {
-				return &errdefs.ConfigError{Key: "sidecar", Reason: errdefs.ErrConflict,
-					Msg: "another mount already claims " + SidecarTarget}
-			}
-		}
-		p.Mounts = append(p.Mounts, launchplan.Mount{Source: hostPath, Target: SidecarTarget, ReadOnly: true, Origin: "sidecar"})
-		return nil
-	}
-}
-
-// canonicalSidecar resolves the sidecar path and checks it is an executable file.
-func canonicalSidecar(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
-	}
-	if err != nil {
-		return "", &errdefs.FilesystemError{Op: "resolve sidecar", Path: p, Err: err}
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return "", &errdefs.FilesystemError{Op: "stat sidecar", Path: abs, Err: err}
-	}
-	if !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
-		return "", &errdefs.FilesystemError{Op: "check sidecar", Path: abs, Reason: errdefs.ErrInvalidValue,
-			Msg: "podbot-sidecar must be an executable regular file; build it with `make build` or set PODBOT_SIDECAR_PATH"}
-	}
-	return abs, nil
-}
-
 // Create creates and starts a hardened sandbox with no agent from the
 // default plan and returns its id and name.
 //
@@ -216,11 +180,11 @@ func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (CreateR
 		return CreateResult{}, err
 	}
 	if len(opts.Command) == 0 && opts.SidecarPath != "" {
-		sidecar, err := canonicalSidecar(opts.SidecarPath)
+		sidecar, err := sandbox.CanonicalSidecar(opts.SidecarPath)
 		if err != nil {
 			return CreateResult{}, err
 		}
-		if err := plan.Apply(withSidecar(sidecar)); err != nil {
+		if err := plan.Apply(sandbox.WithSidecarMount(sidecar)); err != nil {
 			return CreateResult{}, err
 		}
 	}

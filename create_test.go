@@ -12,6 +12,7 @@ import (
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/sandbox"
 )
 
 func TestCreateRequestPlans(t *testing.T) {
@@ -77,7 +78,7 @@ func TestCreateRequestPlans(t *testing.T) {
 			if !slices.Contains(p.EngineSocketPaths, link) || !slices.Contains(p.EngineSocketPaths, real) {
 				t.Errorf("guarded %v, want %s and %s", p.EngineSocketPaths, link, real)
 			}
-			err := p.Apply(withSidecar(filepath.Dir(real)))
+			err := p.Apply(sandbox.WithSidecarMount(filepath.Dir(real)))
 			if !errors.Is(err, errdefs.ErrRefused) {
 				t.Errorf("mounting the socket's directory as the sidecar: %v, want refused", err)
 			}

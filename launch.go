@@ -13,6 +13,7 @@ import (
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/sandbox"
 	"github.com/podbot/podbot/tokendaemon"
 	"github.com/podbot/podbot/workspace"
 )
@@ -151,11 +152,11 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		sb.Plan = plan
 	}
 	if opts.SidecarPath != "" {
-		sidecar, err := canonicalSidecar(opts.SidecarPath)
+		sidecar, err := sandbox.CanonicalSidecar(opts.SidecarPath)
 		if err != nil {
 			return nil, &StepError{StepPlan, err}
 		}
-		if err := plan.Apply(withSidecar(sidecar)); err != nil {
+		if err := plan.Apply(sandbox.WithSidecarMount(sidecar)); err != nil {
 			return nil, &StepError{StepPlan, err}
 		}
 		sb.Plan = plan

@@ -36,7 +36,7 @@ func newEngineRuntime(conn *engine.Conn, opts ContainerOptions) (*engineRuntime,
 		return nil, &errdefs.ConfigError{Key: "engine_socket", Reason: errdefs.ErrMissingRequired,
 			Msg: "the container backend needs an engine connection"}
 	}
-	sidecar, err := canonicalSidecar(opts.SidecarPath)
+	sidecar, err := CanonicalSidecar(opts.SidecarPath)
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +47,10 @@ func newEngineRuntime(conn *engine.Conn, opts ContainerOptions) (*engineRuntime,
 	return &engineRuntime{conn: conn, opts: opts, sidecar: sidecar, user: user}, nil
 }
 
-// canonicalSidecar resolves the sidecar path and checks it is an executable file.
-func canonicalSidecar(p string) (string, error) {
+// CanonicalSidecar resolves the host's podbot-sidecar path (absolute, symlinks
+// resolved) and checks it is an executable regular file. Every sandbox podbot
+// creates mounts the binary it returns.
+func CanonicalSidecar(p string) (string, error) {
 	if p == "" {
 		return "", &errdefs.FilesystemError{Op: "find sidecar", Path: "podbot-sidecar", Reason: errdefs.ErrNotFound,
 			Msg: "podbot-sidecar was not found; build it with `make build` (it goes next to podbot) or set PODBOT_SIDECAR_PATH"}
@@ -96,13 +98,21 @@ func (r *engineRuntime) plan(spec containerSpec) (launchplan.Plan, error) {
 	if err != nil {
 		return plan, err
 	}
-	err = plan.Apply(withSidecarMount(r.sidecar), withExecTmp(*ro))
+	err = plan.Apply(WithSidecarMount(r.sidecar), withExecTmp(*ro))
 	return plan, err
 }
 
-// withSidecarMount bind-mounts the host's sidecar read-only at SidecarTarget.
-func withSidecarMount(hostPath string) launchplan.Option {
+// WithSidecarMount bind-mounts the host's podbot-sidecar binary read-only at
+// SidecarTarget. Plan.Apply runs the socket guard over it; a plan that
+// already mounts something there is refused.
+func WithSidecarMount(hostPath string) launchplan.Option {
 	return func(p *launchplan.Plan) error {
+		for _, m := range p.Mounts {
+			if m.Target == SidecarTarget {
+				return &errdefs.ConfigError{Key: "sidecar", Reason: errdefs.ErrConflict,
+					Msg: "another mount already claims " + SidecarTarget}
+			}
+		}
 		p.Mounts = append(p.Mounts, launchplan.Mount{Source: hostPath, Target: SidecarTarget, ReadOnly: true, Origin: "sidecar"})
 		return nil
 	}
