@@ -1,0 +1,393 @@
+//go:build linux
+
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// readBuffer is the size of one read from a command's output pipe.
+const readBuffer = 32 << 10
+
+// run starts spec.argv in its own process group and supervises it from the
+// calling goroutine alone: one poll(2) loop feeds stdin, drains stdout and
+// stderr, watches the process through a pidfd and enforces the timeout. No
+// goroutine per stream and no hand-offs between them: on a one-CPU sandbox
+// those are a measurable share of a short command's cost.
+//
+// On timeout the group gets SIGTERM, then SIGKILL after KillGrace. When the
+// command exits, whatever is left of its group is killed, so no child
+// outlives a call; output still buffered is drained for at most KillGrace
+// (a process that left the group may hold the pipes open). Output beyond
+// spec.limit bytes per stream is drained and dropped. Only a cancelled ctx
+// is an error; a command that cannot start or fails is reported in the
+// output.
+func (w *Workspace) run(ctx context.Context, spec runSpec) (runOutput, error) {
+	path := spec.argv[0]
+	if filepath.Base(path) == path {
+		lp, err := exec.LookPath(path)
+		if err != nil {
+			return startFailure(path, err, 0), nil
+		}
+		path = lp
+	}
+	s, err := newSupervisor(spec)
+	if err != nil {
+		return runOutput{}, err
+	}
+	defer s.close()
+	start := time.Now()
+	proc, err := os.StartProcess(path, spec.argv, &os.ProcAttr{
+		Dir: spec.dir, Env: spec.env, Files: s.childFiles[:], Sys: newProcAttr(),
+	})
+	s.closeChildEnds()
+	if err != nil {
+		if ctx.Err() != nil {
+			return runOutput{}, ctx.Err()
+		}
+		return startFailure(spec.argv[0], err, time.Since(start)), nil
+	}
+	out, err := s.supervise(ctx, proc, start.Add(spec.timeout))
+	out.duration = s.exitedAt.Sub(start)
+	if ctx.Err() != nil {
+		return runOutput{}, ctx.Err()
+	}
+	return out, err
+}
+
+// supervisor holds the pipes and file descriptors of one running command.
+type supervisor struct {
+	spec       runSpec
+	childFiles [3]*os.File // the command's stdin, stdout and stderr
+	devNull    *os.File
+	stdin      int // our end of the command's stdin, or -1
+	stdout     int // our end of the command's stdout, or -1
+	stderr     int // our end of the command's stderr, or -1
+	stdinLeft  []byte
+	wake       int // eventfd: ctx ended or (without pidfd) the process exited
+	outBuf     cappedBuffer
+	errBuf     cappedBuffer
+	exitedAt   time.Time
+}
+
+// newSupervisor opens the pipes spec asks for and /dev/null for the rest.
+// Every descriptor is close-on-exec, so a concurrent start elsewhere in
+// the process never inherits one.
+func newSupervisor(spec runSpec) (*supervisor, error) {
+	s := &supervisor{spec: spec, stdin: -1, stdout: -1, stderr: -1, wake: -1}
+	fail := func(op string, err error) (*supervisor, error) {
+		s.closeChildEnds()
+		s.close()
+		return nil, fmt.Errorf("start %s: %s: %w", filepath.Base(spec.argv[0]), op, err)
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return fail("open "+os.DevNull, err)
+	}
+	s.devNull = null
+	s.childFiles = [3]*os.File{null, null, null}
+	if spec.stdin != "" {
+		r, w, err := nonblockingPipe(false)
+		if err != nil {
+			return fail("stdin pipe", err)
+		}
+		s.childFiles[0], s.stdin, s.stdinLeft = r, w, []byte(spec.stdin)
+	}
+	if spec.capture {
+		s.outBuf.limit, s.errBuf.limit = spec.limit, spec.limit
+		for i, fd := range []*int{&s.stdout, &s.stderr} {
+			w, r, err := nonblockingPipe(true)
+			if err != nil {
+				return fail("output pipe", err)
+			}
+			s.childFiles[i+1], *fd = w, r
+		}
+	}
+	if s.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		return fail("eventfd", err)
+	}
+	return s, nil
+}
+
+// nonblockingPipe makes a pipe whose end for the command is an *os.File
+// (blocking, as programs expect) and whose end for podbot is a raw
+// non-blocking descriptor. forOutput picks which end the command writes.
+func nonblockingPipe(forOutput bool) (child *os.File, ours int, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, -1, err
+	}
+	childFD, ourFD := p[0], p[1] // stdin: the command reads
+	if forOutput {
+		childFD, ourFD = p[1], p[0] // output: the command writes
+	}
+	if err := unix.SetNonblock(ourFD, true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, -1, err
+	}
+	return os.NewFile(uintptr(childFD), "|pipe"), ourFD, nil
+}
+
+// closeChildEnds closes the command's ends of the pipes in this process,
+// so that EOF on an output pipe means every writer is gone.
+func (s *supervisor) closeChildEnds() {
+	for i, f := range s.childFiles {
+		if f != nil && f != s.devNull {
+			f.Close()
+		}
+		s.childFiles[i] = nil
+	}
+	if s.devNull != nil {
+		s.devNull.Close()
+		s.devNull = nil
+	}
+}
+
+// close releases podbot's ends.
+func (s *supervisor) close() {
+	for _, fd := range []*int{&s.stdin, &s.stdout, &s.stderr, &s.wake} {
+		closeFD(fd)
+	}
+}
+
+func closeFD(fd *int) {
+	if *fd >= 0 {
+		unix.Close(*fd)
+		*fd = -1
+	}
+}
+
+// supervise runs the poll loop until the command has exited and its output
+// is drained (or the drain grace is over), and reports what it produced.
+func (s *supervisor) supervise(ctx context.Context, proc *os.Process, deadline time.Time) (runOutput, error) {
+	pid := proc.Pid
+	// The pidfd turns readable when the process exits, before it is
+	// reaped, so its group can still be signalled safely then. Without
+	// pidfd support, a goroutine waits and rings the eventfd.
+	// Helpers that ring the eventfd are waited for before it is closed.
+	wakeFD := s.wake
+	var err error = unix.ENOSYS
+	exitFD := -1
+	if !s.spec.waitThread {
+		exitFD, err = unix.PidfdOpen(pid, 0)
+	}
+	var waited chan waitResult
+	if err != nil {
+		exitFD = -1
+		waited = make(chan waitResult, 1)
+		rung := make(chan struct{})
+		go func() {
+			st, err := proc.Wait()
+			waited <- waitResult{st, err}
+			ring(wakeFD)
+			close(rung)
+		}()
+		defer func() { <-rung }()
+	} else {
+		defer unix.Close(exitFD)
+	}
+	ctxRung := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { ring(wakeFD); close(ctxRung) })
+	defer func() {
+		if !stop() {
+			<-ctxRung
+		}
+	}()
+
+	var (
+		out       runOutput
+		exited    bool
+		state     *os.ProcessState
+		waitErr   error
+		stopping  bool      // SIGTERM sent (timeout or cancellation)
+		killAt    time.Time // when SIGKILL follows SIGTERM
+		drainEnd  time.Time // after exit: when to stop waiting for output
+		buf       = make([]byte, readBuffer)
+		fds       = make([]unix.PollFd, 0, 5)
+		cancelled = ctx.Done()
+	)
+	onExit := func(st *os.ProcessState, err error) {
+		exited, state, waitErr = true, st, err
+		s.exitedAt = time.Now()
+		drainEnd = s.exitedAt.Add(KillGrace)
+		closeFD(&s.stdin)
+	}
+	for {
+		if exited && s.stdout < 0 && s.stderr < 0 {
+			break
+		}
+		now := time.Now()
+		if !exited {
+			if !stopping && (!now.Before(deadline) || isDone(cancelled)) {
+				stopping = true
+				out.timedOut = !now.Before(deadline)
+				_ = signalGroup(pid, sigTerm)
+				killAt = now.Add(KillGrace)
+			}
+			if stopping && !killAt.IsZero() && !now.Before(killAt) {
+				_ = signalGroup(pid, sigKill)
+				killAt = time.Time{}
+			}
+		} else if !now.Before(drainEnd) {
+			break
+		}
+
+		fds = fds[:0]
+		fds = appendPoll(fds, s.stdout, unix.POLLIN)
+		fds = appendPoll(fds, s.stderr, unix.POLLIN)
+		fds = appendPoll(fds, s.stdin, unix.POLLOUT)
+		fds = appendPoll(fds, s.wake, unix.POLLIN)
+		if !exited {
+			fds = appendPoll(fds, exitFD, unix.POLLIN)
+		}
+		next := drainEnd
+		switch {
+		case !exited && !stopping:
+			next = deadline
+		case !exited && !killAt.IsZero():
+			next = killAt
+		case !exited:
+			next = time.Time{} // SIGKILL sent: wait for the exit itself
+		}
+		if _, err := unix.Poll(fds, pollTimeout(next)); err != nil && err != unix.EINTR {
+			_ = signalGroup(pid, sigKill)
+			switch {
+			case exited:
+			case waited != nil:
+				r := <-waited
+				onExit(r.state, r.err)
+			default:
+				st, werr := proc.Wait()
+				onExit(st, werr)
+			}
+			return out, fmt.Errorf("supervise %s: poll: %w", filepath.Base(s.spec.argv[0]), err)
+		}
+		for _, p := range fds {
+			if p.Revents == 0 {
+				continue
+			}
+			switch int(p.Fd) {
+			case s.stdout:
+				s.drain(&s.stdout, &s.outBuf, buf)
+			case s.stderr:
+				s.drain(&s.stderr, &s.errBuf, buf)
+			case s.stdin:
+				s.feed()
+			case s.wake:
+				var b [8]byte
+				_, _ = unix.Read(s.wake, b[:])
+			case exitFD:
+				// Exited, not yet reaped: its group id cannot have been
+				// reused, so the leftovers can be killed safely.
+				_ = signalGroup(pid, sigKill)
+				st, werr := proc.Wait()
+				onExit(st, werr)
+			}
+		}
+		if waited != nil && !exited {
+			select {
+			case r := <-waited:
+				_ = signalGroup(pid, sigKill)
+				onExit(r.state, r.err)
+			default:
+			}
+		}
+	}
+	out.stdout, out.stderr = s.outBuf.String(), s.errBuf.String()
+	switch {
+	case out.timedOut:
+		out.exitCode = TimeoutExitCode
+	case state != nil:
+		out.exitCode = exitStatus(state)
+	default:
+		out.exitCode = 1
+		out.stderr += "podbot: " + errors.Join(waitErr, errors.New("no exit status")).Error()
+	}
+	return out, nil
+}
+
+type waitResult struct {
+	state *os.ProcessState
+	err   error
+}
+
+// drain reads what the pipe holds into dst; EOF or an error closes it.
+func (s *supervisor) drain(fd *int, dst *cappedBuffer, buf []byte) {
+	for {
+		n, err := unix.Read(*fd, buf)
+		if n > 0 {
+			_, _ = dst.Write(buf[:n])
+			continue
+		}
+		if err == unix.EAGAIN || err == unix.EINTR {
+			return
+		}
+		closeFD(fd) // EOF (n == 0) or a read error
+		return
+	}
+}
+
+// feed writes as much of stdin as the pipe takes; when all is written, or
+// the command closed its end, our end is closed so the command sees EOF.
+func (s *supervisor) feed() {
+	for len(s.stdinLeft) > 0 {
+		n, err := unix.Write(s.stdin, s.stdinLeft)
+		if n > 0 {
+			s.stdinLeft = s.stdinLeft[n:]
+			continue
+		}
+		if err == unix.EAGAIN || err == unix.EINTR {
+			return
+		}
+		break // EPIPE: the command does not read its input
+	}
+	s.stdinLeft = nil
+	closeFD(&s.stdin)
+}
+
+func appendPoll(fds []unix.PollFd, fd int, events int16) []unix.PollFd {
+	if fd < 0 {
+		return fds
+	}
+	return append(fds, unix.PollFd{Fd: int32(fd), Events: events})
+}
+
+// pollTimeout is the poll(2) timeout until t in whole milliseconds,
+// rounded up; -1 (no timeout) for the zero time.
+func pollTimeout(t time.Time) int {
+	if t.IsZero() {
+		return -1
+	}
+	d := time.Until(t)
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// ring wakes the poll loop.
+func ring(fd int) {
+	one := [8]byte{1}
+	_, _ = unix.Write(fd, one[:])
+}
+
+func isDone(c <-chan struct{}) bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
