@@ -6,9 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
@@ -173,28 +173,43 @@ func (r *engineRuntime) attach(ctx context.Context, id string) (*stream, error) 
 	if err != nil {
 		return nil, engine.Classify("exec attach", r.conn.Endpoint().String(), id, err)
 	}
-	pr, pw := io.Pipe()
-	done := make(chan struct{})
+	// The sidecar's stdout is demultiplexed as the MCP client reads it:
+	// no copying goroutine or pipe between the stream and the client.
 	tail := newTailBuffer(stderrTail)
-	go func() {
-		_, err := stdcopy.StdCopy(pw, tail, hj.Reader)
-		close(done)
-		if err == nil {
-			err = io.EOF
-		}
-		pw.CloseWithError(err)
-	}()
+	stdout := &endReader{r: engine.NewDemuxReader(hj.Reader, tail), close: hj.Close, done: make(chan struct{})}
 	return &stream{
-		stdout: pr,
-		stdin:  halfCloser{hj: hj.Conn, closeWrite: hj.CloseWrite},
-		done:   done,
-		stderr: tail,
+		stdout:     stdout,
+		directRead: true,
+		stdin:      halfCloser{hj: hj.Conn, closeWrite: hj.CloseWrite},
+		done:       stdout.done,
+		stderr:     tail,
 		closeFn: func() error {
-			pr.Close()
 			hj.Close()
 			return nil
 		},
 	}, nil
+}
+
+// endReader closes done when its reader fails or ends; Close closes the
+// exec stream, which unblocks a pending Read.
+type endReader struct {
+	r     io.Reader
+	close func()
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (e *endReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.done) })
+	}
+	return n, err
+}
+
+func (e *endReader) Close() error {
+	e.close()
+	return nil
 }
 
 // halfCloser is the exec's stdin: Close half-closes, so the sidecar sees EOF.

@@ -54,6 +54,12 @@ type LineTransport struct {
 	// means DefaultMaxFrameBytes; a longer message ends the connection with
 	// ErrFrameTooLarge.
 	MaxFrameBytes int
+	// DirectRead decodes each message on the goroutine that calls Read
+	// instead of on a reader goroutine of the transport's own, saving a
+	// hand-off per message. Set it only when closing Reader unblocks a
+	// pending Read (a socket, a pollable file, an io.Pipe); otherwise
+	// Close could not end a Read blocked on a quiet peer.
+	DirectRead bool
 }
 
 // Connect implements mcp.Transport. It starts the goroutine that reads
@@ -67,12 +73,15 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		limit = DefaultMaxFrameBytes
 	}
 	c := &lineConn{
-		reader:   t.Reader,
-		writer:   t.Writer,
-		incoming: make(chan readResult),
-		closed:   make(chan struct{}),
+		reader: t.Reader,
+		writer: t.Writer,
+		lines:  &lineReader{r: bufio.NewReaderSize(t.Reader, frameReaderBytes), limit: limit},
+		closed: make(chan struct{}),
 	}
-	go c.readLoop(bufio.NewReaderSize(t.Reader, frameReaderBytes), limit)
+	if !t.DirectRead {
+		c.incoming = make(chan readResult)
+		go c.readLoop()
+	}
 	return c, nil
 }
 
@@ -90,6 +99,9 @@ type lineConn struct {
 	reader io.ReadCloser
 	writer io.WriteCloser
 
+	// lines decodes the peer's messages: on the reader goroutine, which
+	// hands them over on incoming, or (DirectRead, incoming nil) in Read.
+	lines    *lineReader
 	incoming chan readResult
 	// readErr is the error that ended reading, returned by every later
 	// Read; only Read touches it (the SDK reads from one goroutine).
@@ -103,26 +115,52 @@ type lineConn struct {
 	closeErr  error
 }
 
-// readLoop decodes one message per line and hands it to Read, until the
-// stream ends, a line is refused or the connection closes.
-func (c *lineConn) readLoop(r *bufio.Reader, limit int) {
-	var long []byte // assembles lines longer than r's buffer
+// lineReader decodes one message per line, skipping blank lines.
+type lineReader struct {
+	r     *bufio.Reader
+	long  []byte // assembles lines longer than r's buffer
+	limit int
+}
+
+// next returns the next message, or the error that ends reading: the
+// stream's, a refused line's, or io.EOF.
+func (lr *lineReader) next() (jsonrpc.Message, error) {
 	for {
-		line, err := readFrame(r, &long, limit)
+		line, err := readFrame(lr.r, &lr.long, lr.limit)
 		// A read error other than EOF leaves a partial line: drop it.
 		if len(line) > 0 && (err == nil || err == io.EOF) {
+			// The message owns its memory; the line's buffer is reused.
 			msg, derr := decodeLine(line)
-			if !c.deliver(readResult{msg: msg, err: derr}) || derr != nil {
+			lr.trim()
+			return msg, derr
+		}
+		lr.trim()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// trim drops an unusually large line buffer.
+func (lr *lineReader) trim() {
+	if cap(lr.long) > frameKeepBytes {
+		lr.long = nil
+	}
+}
+
+// readLoop hands each message to Read, until the stream ends, a line is
+// refused or the connection closes.
+func (c *lineConn) readLoop() {
+	for {
+		msg, err := c.lines.next()
+		if msg != nil {
+			if !c.deliver(readResult{msg: msg}) {
 				return
 			}
+			continue
 		}
-		if cap(long) > frameKeepBytes {
-			long = nil
-		}
-		if err != nil {
-			c.deliver(readResult{err: err})
-			return
-		}
+		c.deliver(readResult{err: err})
+		return
 	}
 }
 
@@ -236,6 +274,16 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if c.readErr != nil {
 		return nil, c.readErr
 	}
+	if c.incoming == nil {
+		msg, err := c.lines.next()
+		if err != nil {
+			if c.isClosed() {
+				err = io.EOF
+			}
+			c.readErr = err
+		}
+		return msg, err
+	}
 	select {
 	case res := <-c.incoming:
 		if res.err != nil {
@@ -281,6 +329,15 @@ func (c *lineConn) Close() error {
 		c.closeErr = errors.Join(c.reader.Close(), c.writer.Close())
 	})
 	return c.closeErr
+}
+
+func (c *lineConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // SessionID implements mcp.Connection; a stream has no session ID.

@@ -21,10 +21,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// readModes are the two ways a LineTransport reads, by name.
+var readModes = []struct {
+	name   string
+	direct bool
+}{{"reader goroutine", false}, {"direct read", true}}
+
 // connectLine connects a LineTransport over r and w.
-func connectLine(t testing.TB, r io.ReadCloser, w io.WriteCloser, limit int) mcp.Connection {
+func connectLine(t testing.TB, r io.ReadCloser, w io.WriteCloser, limit int, direct bool) mcp.Connection {
 	t.Helper()
-	c, err := (&LineTransport{Reader: r, Writer: w, MaxFrameBytes: limit}).Connect(context.Background())
+	c, err := (&LineTransport{Reader: r, Writer: w, MaxFrameBytes: limit, DirectRead: direct}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,17 +39,17 @@ func connectLine(t testing.TB, r io.ReadCloser, w io.WriteCloser, limit int) mcp
 }
 
 // linePair returns two connections joined by pipes.
-func linePair(t testing.TB, limit int) (a, b mcp.Connection) {
+func linePair(t testing.TB, limit int, direct bool) (a, b mcp.Connection) {
 	t.Helper()
 	abR, abW := io.Pipe()
 	baR, baW := io.Pipe()
-	return connectLine(t, baR, abW, limit), connectLine(t, abR, baW, limit)
+	return connectLine(t, baR, abW, limit, direct), connectLine(t, abR, baW, limit, direct)
 }
 
 // feed returns a connection reading input (then EOF) and discarding writes.
-func feed(t testing.TB, input string, limit int) mcp.Connection {
+func feed(t testing.TB, input string, limit int, direct bool) mcp.Connection {
 	t.Helper()
-	return connectLine(t, io.NopCloser(strings.NewReader(input)), nopWriteCloser{io.Discard}, limit)
+	return connectLine(t, io.NopCloser(strings.NewReader(input)), nopWriteCloser{io.Discard}, limit, direct)
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -82,23 +88,25 @@ func TestLineTransportRoundTrip(t *testing.T) {
 		{"error", &jsonrpc.Response{ID: mustID(t, float64(8)), Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad"}}},
 		{"larger than the read buffer", &jsonrpc.Response{ID: mustID(t, float64(9)), Result: json.RawMessage(`{"text":"` + big + `"}`)}},
 	}
-	a, b := linePair(t, 0)
-	ctx := context.Background()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			errc := make(chan error, 1)
-			go func() { errc <- a.Write(ctx, tt.msg) }()
-			got, err := b.Read(ctx)
-			if err != nil {
-				t.Fatalf("Read: %v", err)
-			}
-			if err := <-errc; err != nil {
-				t.Fatalf("Write: %v", err)
-			}
-			if w, g := wire(t, tt.msg), wire(t, got); g != w {
-				t.Errorf("got %.200s, want %.200s", g, w)
-			}
-		})
+	for _, mode := range readModes {
+		a, b := linePair(t, 0, mode.direct)
+		ctx := context.Background()
+		for _, tt := range tests {
+			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
+				errc := make(chan error, 1)
+				go func() { errc <- a.Write(ctx, tt.msg) }()
+				got, err := b.Read(ctx)
+				if err != nil {
+					t.Fatalf("Read: %v", err)
+				}
+				if err := <-errc; err != nil {
+					t.Fatalf("Write: %v", err)
+				}
+				if w, g := wire(t, tt.msg), wire(t, got); g != w {
+					t.Errorf("got %.200s, want %.200s", g, w)
+				}
+			})
+		}
 	}
 }
 
@@ -125,41 +133,49 @@ func TestLineTransportInput(t *testing.T) {
 		{name: "not JSON", input: req + "\nhello\n", methods: 1, errText: "malformed MCP message"},
 		{name: "wrong version", input: `{"jsonrpc":"1.0","id":1,"method":"ping"}` + "\n", errText: "malformed MCP message"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := feed(t, tt.input, tt.limit)
-			ctx := context.Background()
-			for i := range tt.methods {
-				m, err := c.Read(ctx)
-				if err != nil {
-					t.Fatalf("message %d: %v", i, err)
-				}
-				if r, ok := m.(*jsonrpc.Request); !ok || r.Method != "ping" {
-					t.Fatalf("message %d = %#v", i, m)
-				}
-			}
-			_, err := c.Read(ctx)
-			switch {
-			case tt.wantErr == nil && tt.errText == "":
-				if err != io.EOF {
-					t.Fatalf("end of stream: got %v, want io.EOF", err)
-				}
-			case tt.wantErr != nil && !errors.Is(err, tt.wantErr):
-				t.Fatalf("got %v, want %v", err, tt.wantErr)
-			case err == nil || !strings.Contains(err.Error(), tt.errText):
-				t.Fatalf("got %v, want an error saying %q", err, tt.errText)
-			}
-			// The end is sticky.
-			if _, again := c.Read(ctx); again == nil || again.Error() != err.Error() {
-				t.Errorf("second Read after the end: %v, want %v", again, err)
-			}
-		})
+	for _, mode := range readModes {
+		for _, tt := range tests {
+			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
+				testLineInput(t, feed(t, tt.input, tt.limit, mode.direct), tt.methods, tt.wantErr, tt.errText)
+			})
+		}
+	}
+}
+
+// testLineInput reads methods pings from c, then expects the end: io.EOF
+// when wantErr and errText are unset.
+func testLineInput(t *testing.T, c mcp.Connection, methods int, wantErr error, errText string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range methods {
+		m, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if r, ok := m.(*jsonrpc.Request); !ok || r.Method != "ping" {
+			t.Fatalf("message %d = %#v", i, m)
+		}
+	}
+	_, err := c.Read(ctx)
+	switch {
+	case wantErr == nil && errText == "":
+		if err != io.EOF {
+			t.Fatalf("end of stream: got %v, want io.EOF", err)
+		}
+	case wantErr != nil && !errors.Is(err, wantErr):
+		t.Fatalf("got %v, want %v", err, wantErr)
+	case err == nil || !strings.Contains(err.Error(), errText):
+		t.Fatalf("got %v, want an error saying %q", err, errText)
+	}
+	// The end is sticky.
+	if _, again := c.Read(ctx); again == nil || again.Error() != err.Error() {
+		t.Errorf("second Read after the end: %v, want %v", again, err)
 	}
 }
 
 func TestLineTransportConcurrentWrites(t *testing.T) {
 	r, w := io.Pipe()
-	c := connectLine(t, io.NopCloser(strings.NewReader("")), w, 0)
+	c := connectLine(t, io.NopCloser(strings.NewReader("")), w, 0, false)
 	const writers, each = 16, 40
 	payload := strings.Repeat("p", 10<<10) // big enough that an unserialized write would tear
 	seen := make(map[string]bool)
@@ -215,7 +231,7 @@ func TestLineTransportClose(t *testing.T) {
 	t.Run("close unblocks a pending read", func(t *testing.T) {
 		s := stuckReader{release: make(chan struct{})}
 		defer close(s.release)
-		c := connectLine(t, s, nopWriteCloser{io.Discard}, 0)
+		c := connectLine(t, s, nopWriteCloser{io.Discard}, 0, false)
 		errc := make(chan error, 1)
 		go func() { _, err := c.Read(context.Background()); errc <- err }()
 		if err := c.Close(); err != nil {
@@ -228,8 +244,22 @@ func TestLineTransportClose(t *testing.T) {
 			t.Fatalf("second Close: %v", err)
 		}
 	})
+	t.Run("direct read: close unblocks a read on a closable stream", func(t *testing.T) {
+		r, w := io.Pipe()
+		defer w.Close()
+		c := connectLine(t, r, nopWriteCloser{io.Discard}, 0, true)
+		errc := make(chan error, 1)
+		go func() { _, err := c.Read(context.Background()); errc <- err }()
+		time.Sleep(10 * time.Millisecond) // let the Read block
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != io.EOF {
+			t.Fatalf("Read after Close: %v, want io.EOF", err)
+		}
+	})
 	t.Run("write after close", func(t *testing.T) {
-		c := feed(t, "", 0)
+		c := feed(t, "", 0, false)
 		_ = c.Close()
 		if err := c.Write(context.Background(), &jsonrpc.Request{Method: "ping"}); !errors.Is(err, mcp.ErrConnectionClosed) {
 			t.Fatalf("got %v, want ErrConnectionClosed", err)
@@ -238,7 +268,7 @@ func TestLineTransportClose(t *testing.T) {
 	t.Run("close closes both streams", func(t *testing.T) {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
-		c := connectLine(t, inR, outW, 0)
+		c := connectLine(t, inR, outW, 0, false)
 		_ = c.Close()
 		if _, err := inW.Write([]byte("x")); !errors.Is(err, io.ErrClosedPipe) {
 			t.Errorf("reader still open: %v", err)
@@ -248,7 +278,7 @@ func TestLineTransportClose(t *testing.T) {
 		}
 	})
 	t.Run("ended context", func(t *testing.T) {
-		c := feed(t, `{"jsonrpc":"2.0","method":"ping"}`+"\n", 0)
+		c := feed(t, `{"jsonrpc":"2.0","method":"ping"}`+"\n", 0, false)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if _, err := c.Read(ctx); !errors.Is(err, context.Canceled) {
@@ -266,16 +296,16 @@ func TestLineTransportClose(t *testing.T) {
 }
 
 // lineMCP serves ws over LineTransport pipes and returns a client session.
-func lineMCP(t testing.TB, ws *Workspace) *mcp.ClientSession {
+func lineMCP(t testing.TB, ws *Workspace, direct bool) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	toServerR, toServerW := io.Pipe()
 	toClientR, toClientW := io.Pipe()
-	ss, err := NewMCPServer(ws, "test").Connect(ctx, &LineTransport{Reader: toServerR, Writer: toClientW}, nil)
+	ss, err := NewMCPServer(ws, "test").Connect(ctx, &LineTransport{Reader: toServerR, Writer: toClientW, DirectRead: direct}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, &LineTransport{Reader: toClientR, Writer: toServerW}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, &LineTransport{Reader: toClientR, Writer: toServerW, DirectRead: direct}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,27 +316,32 @@ func lineMCP(t testing.TB, ws *Workspace) *mcp.ClientSession {
 func TestLineTransportMCPSession(t *testing.T) {
 	ws := newTestWorkspace(t)
 	writeHostFile(t, ws, "a.txt", "one\ntwo\n")
-	cs := lineMCP(t, ws)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ReadFileTool, Arguments: map[string]any{"file_path": "a.txt"}})
-			if err != nil || res.IsError {
-				t.Errorf("read_file: %v %+v", err, res)
-				return
+	for _, mode := range readModes {
+		t.Run(mode.name, func(t *testing.T) {
+			cs := lineMCP(t, ws, mode.direct)
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ReadFileTool, Arguments: map[string]any{"file_path": "a.txt"}})
+					if err != nil || res.IsError {
+						t.Errorf("read_file: %v %+v", err, res)
+						return
+					}
+					if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "two") {
+						t.Errorf("read_file result %q lacks the file", text)
+					}
+				})
 			}
-			if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "two") {
-				t.Errorf("read_file result %q lacks the file", text)
-			}
+			wg.Wait()
 		})
 	}
-	wg.Wait()
 }
 
 // BenchmarkLineTransport times read_file round trips of a 1 KiB file over
-// OS pipes through mcp.IOTransport and through LineTransport, alternating
-// in the same run, and reports the p50s, their ratio and the bytes each
-// allocates per call (client and server together).
+// OS pipes through mcp.IOTransport, through LineTransport and through
+// LineTransport with DirectRead, alternating in the same run, and reports
+// the p50s, their ratios and the bytes each allocates per call (client
+// and server together).
 func BenchmarkLineTransport(b *testing.B) {
 	ws, err := NewWorkspace(b.TempDir())
 	if err != nil {
@@ -342,11 +377,14 @@ func BenchmarkLineTransport(b *testing.B) {
 	sdk := connect(pair{&mcp.IOTransport{Reader: r1, Writer: w2}, &mcp.IOTransport{Reader: r2, Writer: w1}})
 	r1, r2, w1, w2 = pipes()
 	line := connect(pair{&LineTransport{Reader: r1, Writer: w2}, &LineTransport{Reader: r2, Writer: w1}})
+	r1, r2, w1, w2 = pipes()
+	direct := connect(pair{&LineTransport{Reader: r1, Writer: w2, DirectRead: true}, &LineTransport{Reader: r2, Writer: w1, DirectRead: true}})
 	calls := []func() error{
 		callOK(sdk, ReadFileTool, map[string]any{"file_path": "kib.txt"}),
 		callOK(line, ReadFileTool, map[string]any{"file_path": "kib.txt"}),
+		callOK(direct, ReadFileTool, map[string]any{"file_path": "kib.txt"}),
 	}
-	var times [2][]time.Duration
+	var times [3][]time.Duration
 	for b.Loop() {
 		for i, call := range calls {
 			start := time.Now()
@@ -357,7 +395,7 @@ func BenchmarkLineTransport(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	var alloc [2]float64
+	var alloc [3]float64
 	const sample = 200
 	for i, call := range calls {
 		var before, after runtime.MemStats
@@ -381,6 +419,8 @@ func BenchmarkLineTransport(b *testing.B) {
 	b.ReportMetric(alloc[0], "sdk-B/call")
 	b.ReportMetric(alloc[1], "line-B/call")
 	b.ReportMetric(alloc[1]/alloc[0], "line/sdk-B")
+	b.ReportMetric(p50(times[2]), "direct-p50-µs")
+	b.ReportMetric(p50(times[2])/p50(times[0]), "direct/sdk-p50")
 }
 
 // FuzzDecodeLine checks that every line the transport accepts is accepted

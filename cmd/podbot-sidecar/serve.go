@@ -47,7 +47,10 @@ func serve(ctx context.Context, opts serveOptions) error {
 	}
 	defer ws.Close()
 	server := tools.NewMCPServer(ws, version)
-	transport := &tools.LineTransport{Reader: pollable(os.Stdin), Writer: nopCloser{os.Stdout}, MaxFrameBytes: maxFrameBytes}
+	// A polled stdin is closed promptly, so each request can be decoded on
+	// the SDK's own reading goroutine.
+	stdin, polled := pollable(os.Stdin)
+	transport := &tools.LineTransport{Reader: stdin, Writer: nopCloser{os.Stdout}, MaxFrameBytes: maxFrameBytes, DirectRead: polled}
 	err = server.Run(ctx, transport)
 	if ctx.Err() != nil {
 		return nil // asked to stop

@@ -15,16 +15,17 @@ import (
 // waits for the runtime to take the processor back from that thread; a
 // polled read parks only the goroutine, so a request runs at once.
 //
-// f must not be read through afterwards: its descriptor is shared with the
-// returned File, which owns it from then on.
-func pollable(f *os.File) *os.File {
+// polled reports whether the returned File is polled; closing a polled
+// File unblocks a pending Read. f must not be read through afterwards: its
+// descriptor is shared with the returned File, which owns it from then on.
+func pollable(f *os.File) (_ *os.File, polled bool) {
 	st, err := f.Stat()
 	if err != nil || st.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) == 0 {
-		return f
+		return f, false
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return f
+		return f, false
 	}
 	var fd uintptr
 	var nbErr error
@@ -32,7 +33,7 @@ func pollable(f *os.File) *os.File {
 		fd = d
 		nbErr = syscall.SetNonblock(int(d), true)
 	}); err != nil || nbErr != nil {
-		return f
+		return f, false
 	}
-	return os.NewFile(fd, f.Name())
+	return os.NewFile(fd, f.Name()), true
 }

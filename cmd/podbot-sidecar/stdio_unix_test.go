@@ -35,7 +35,10 @@ func TestPollable(t *testing.T) {
 	if err := r.SetReadDeadline(time.Now()); !errors.Is(err, os.ErrNoDeadline) {
 		t.Fatalf("a blocking pipe should not take deadlines, got %v", err)
 	}
-	pr := pollable(r)
+	pr, polled := pollable(r)
+	if !polled {
+		t.Fatal("a pipe should be polled")
+	}
 	if err := pr.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("pollable pipe takes no deadline: %v", err)
 	}
@@ -53,7 +56,7 @@ func TestPollable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if got := pollable(f); got != f {
+	if got, polled := pollable(f); got != f || polled {
 		t.Error("a regular file must come back unchanged")
 	}
 }
@@ -77,7 +80,7 @@ func BenchmarkServeStdin(b *testing.B) {
 		outR, outW := blockingPipe(b)
 		var in *os.File = inR
 		if poll {
-			in = pollable(inR)
+			in, _ = pollable(inR)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		b.Cleanup(cancel)
