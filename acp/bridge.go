@@ -10,8 +10,12 @@ import (
 	"github.com/podbot/podbot/errdefs"
 )
 
-// copyBuffer is the buffer size of each direction in pass-through mode.
-const copyBuffer = 32 << 10
+const (
+	// copyBuffer is the buffer size of each direction in pass-through mode.
+	copyBuffer = 32 << 10
+	// batchBytes bounds the frames a pump gathers into one write.
+	batchBytes = 64 << 10
+)
 
 // Bridge copies protocol frames from clientIn to agentStdin and from
 // agentStdout to clientOut, applying p. It uses one goroutine per direction
@@ -83,9 +87,24 @@ func Bridge(ctx context.Context, p Policy, clientIn io.Reader, agentStdin io.Wri
 }
 
 // pump moves frames from src (sent by from) through f, forwarding to dst
-// and answering to back.
+// and answering to back. Frames forwarded one after another while more
+// complete frames are already buffered go out in one write (up to
+// batchBytes); nothing waits for more input: the batch is written before
+// the next read.
 func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *frameWriter, maxFrame int) error {
 	fr := NewFrameReader(src, maxFrame)
+	batch := make([]byte, 0, batchBytes)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := dst.write(batch)
+		batch = batch[:0]
+		if err != nil {
+			return &writeError{to: other(from), err: err}
+		}
+		return nil
+	}
 	for {
 		frame, err := fr.Next()
 		var v verdict
@@ -95,13 +114,25 @@ func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *f
 		case tooLarge:
 			v = f.oversize(ctx, from, e)
 		case err == io.EOF:
-			return nil
+			return flush()
 		default:
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
 			return readError(from, err)
 		}
 		if v.forward != nil {
-			if err := dst.write(v.forward); err != nil {
-				return &writeError{to: other(from), err: err}
+			if len(batch)+len(v.forward) > batchBytes {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			if len(v.forward) >= batchBytes {
+				if err := dst.write(v.forward); err != nil {
+					return &writeError{to: other(from), err: err}
+				}
+			} else {
+				batch = append(batch, v.forward...)
 			}
 		}
 		if v.reply != nil {
@@ -109,6 +140,11 @@ func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *f
 				// The sender's own stream failed; its direction reports it.
 				f.log.WarnContext(ctx, "protocol bridge: could not deliver podbot's answer",
 					"to", from.String(), "err", err)
+			}
+		}
+		if !fr.Buffered() {
+			if err := flush(); err != nil {
+				return err
 			}
 		}
 	}

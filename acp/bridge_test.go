@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -325,4 +326,49 @@ func fakeAgent(in *bufio.Reader, out *io.PipeWriter) error {
 		return fmt.Errorf("agent stdin not closed after the client's input ended: %v", err)
 	}
 	return nil
+}
+
+// writeCounter records each write as one element.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+func TestPumpBatchesBufferedFrames(t *testing.T) {
+	note := `{"jsonrpc":"2.0","method":"session/update","params":{"n":1}}` + "\n"
+	blocked := `{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{}}` + "\n"
+	big := `{"jsonrpc":"2.0","method":"session/update","params":{"t":"` + strings.Repeat("x", batchBytes) + `"}}` + "\n"
+	tests := []struct {
+		name   string
+		input  string
+		sizes  []int // read sizes, in turn
+		writes []string
+	}{
+		{name: "one read, one write", input: strings.Repeat(note, 50), sizes: []int{1 << 20}, writes: []string{strings.Repeat(note, 50)}},
+		{name: "a frame per read, a write per frame", input: note + note, sizes: []int{len(note)}, writes: []string{note, note}},
+		{name: "a refused request splits nothing it need not", input: note + blocked + note, sizes: []int{1 << 20}, writes: []string{note + note}},
+		{name: "a frame over the batch goes alone", input: note + big + note, sizes: []int{1 << 20}, writes: []string{note, big, note}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Policy{Mode: ModeACP}
+			p.Logger, _ = logCapture()
+			var out, back writeCounter
+			err := pump(context.Background(), newFilter(p), agent, &chunkReader{data: []byte(tt.input), sizes: tt.sizes},
+				&frameWriter{w: &out}, &frameWriter{w: &back}, p.maxFrame())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(out.writes, tt.writes) {
+				t.Fatalf("got %d writes %.120q, want %d %.120q", len(out.writes), out.writes, len(tt.writes), tt.writes)
+			}
+		})
+	}
 }

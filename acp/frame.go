@@ -107,6 +107,18 @@ func (fr *FrameReader) Next() ([]byte, error) {
 	}
 }
 
+// Buffered reports whether Next would return a frame without reading: a
+// complete frame is already in the buffer. A caller that batches its
+// output flushes when it is false, before Next may block.
+func (fr *FrameReader) Buffered() bool {
+	if i := bytes.IndexByte(fr.buf[fr.start+fr.scanned:fr.end], '\n'); i >= 0 {
+		fr.scanned += i // the bytes before the '\n' hold none: Next finds it at once
+		return true
+	}
+	fr.scanned = fr.end - fr.start
+	return false
+}
+
 // fill reads once into the buffer, first making room for at least readChunk
 // bytes. The buffer never grows beyond max+readChunk.
 func (fr *FrameReader) fill() int {

@@ -159,3 +159,33 @@ func TestFrameReaderErrors(t *testing.T) {
 type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+func TestFrameReaderBuffered(t *testing.T) {
+	fr := NewFrameReader(&chunkReader{data: []byte("a\nb\nc"), sizes: []int{3}}, 0)
+	if fr.Buffered() {
+		t.Fatal("nothing read yet, but Buffered")
+	}
+	want := []struct {
+		frame    string
+		buffered bool
+	}{{"a\n", false}, {"b\n", false}, {"c", false}}
+	for i, w := range want {
+		got, err := fr.Next()
+		if err != nil || string(got) != w.frame {
+			t.Fatalf("frame %d = %q, %v; want %q", i, got, err, w.frame)
+		}
+		if fr.Buffered() != w.buffered {
+			t.Fatalf("after frame %d Buffered = %v", i, !w.buffered)
+		}
+	}
+	fr = NewFrameReader(bytes.NewReader([]byte("one\ntwo\nthree")), 0)
+	if _, err := fr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if !fr.Buffered() {
+		t.Fatal("a second complete frame is in the buffer, but not Buffered")
+	}
+	if got, _ := fr.Next(); string(got) != "two\n" {
+		t.Fatalf("after Buffered, Next = %q", got)
+	}
+}
