@@ -120,7 +120,40 @@ func bridgeGateway(t *testing.T, ctx context.Context, e engineUnderTest) string 
 			return c.Gateway
 		}
 	}
+	// dockerd leaves the gateway out of the network's IPAM config when it
+	// adopted an existing bridge; the host's address on that bridge
+	// interface, inside the network's subnet, is the gateway.
+	if name := n.Options["com.docker.network.bridge.name"]; name != "" {
+		if gw := interfaceAddrIn(name, n.IPAM.Config); gw != "" {
+			return gw
+		}
+	}
 	t.Fatalf("the %s bridge network has no IPv4 gateway: %+v", e.Name, n.IPAM.Config)
+	return ""
+}
+
+// interfaceAddrIn returns the IPv4 address of the host interface name that
+// lies in one of the subnets, or "".
+func interfaceAddrIn(name string, subnets []network.IPAMConfig) string {
+	iface, err := net.InterfaceByName(name)
+	if err != nil {
+		return ""
+	}
+	addrs, err := iface.Addrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.To4() == nil {
+			continue
+		}
+		for _, c := range subnets {
+			if _, sn, err := net.ParseCIDR(c.Subnet); err == nil && sn.Contains(ipn.IP) {
+				return ipn.IP.String()
+			}
+		}
+	}
 	return ""
 }
 
