@@ -93,17 +93,20 @@ func Bridge(ctx context.Context, p Policy, clientIn io.Reader, agentStdin io.Wri
 // the next read.
 func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *frameWriter, maxFrame int) error {
 	fr := NewFrameReader(src, maxFrame)
+	write := func(p []byte) error {
+		if err := dst.write(p); err != nil {
+			return &writeError{to: other(from), err: err}
+		}
+		return nil
+	}
 	batch := make([]byte, 0, batchBytes)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		err := dst.write(batch)
+		err := write(batch)
 		batch = batch[:0]
-		if err != nil {
-			return &writeError{to: other(from), err: err}
-		}
-		return nil
+		return err
 	}
 	for {
 		frame, err := fr.Next()
@@ -128,8 +131,8 @@ func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *f
 				}
 			}
 			if len(v.forward) >= batchBytes {
-				if err := dst.write(v.forward); err != nil {
-					return &writeError{to: other(from), err: err}
+				if err := write(v.forward); err != nil {
+					return err
 				}
 			} else {
 				batch = append(batch, v.forward...)

@@ -178,11 +178,10 @@ func (r *engineRuntime) attach(ctx context.Context, id string) (*stream, error) 
 	tail := newTailBuffer(stderrTail)
 	stdout := &endReader{r: engine.NewDemuxReader(hj.Reader, tail), close: hj.Close, done: make(chan struct{})}
 	return &stream{
-		stdout:     stdout,
-		directRead: true,
-		stdin:      halfCloser{hj: hj.Conn, closeWrite: hj.CloseWrite},
-		done:       stdout.done,
-		stderr:     tail,
+		stdout: stdout,
+		stdin:  halfCloser{hj: hj.Conn, closeWrite: hj.CloseWrite},
+		done:   stdout.done,
+		stderr: tail,
 		closeFn: func() error {
 			hj.Close()
 			return nil

@@ -77,7 +77,7 @@ func (f *fakeRuntime) attach(_ context.Context, id string) (*stream, error) {
 		toServerR.CloseWithError(io.ErrClosedPipe)
 	}
 	c.kills = append(c.kills, kill)
-	return &stream{stdout: pr, directRead: true, stdin: toServerW, done: done, stderr: newTailBuffer(stderrTail),
+	return &stream{stdout: pr, stdin: toServerW, done: done, stderr: newTailBuffer(stderrTail),
 		closeFn: func() error { pr.Close(); kill(); return nil }}, nil
 }
 

@@ -35,7 +35,7 @@ func connectSidecar(ctx context.Context, st *stream, version, container string) 
 	// nothing but the initialize call to it, and the stream outlives it.
 	stop := context.AfterFunc(ctx, func() { st.Close() })
 	defer stop()
-	cs, err := client.Connect(hctx, &tools.LineTransport{Reader: st.stdout, Writer: st.stdin, MaxFrameBytes: maxFrameBytes, DirectRead: st.directRead}, nil)
+	cs, err := client.Connect(hctx, &tools.LineTransport{Reader: st.stdout, Writer: st.stdin, MaxFrameBytes: maxFrameBytes, DirectRead: true}, nil)
 	if err != nil {
 		st.Close()
 		msg := "podbot-sidecar did not answer the MCP handshake"

@@ -36,11 +36,10 @@ type startedContainer struct {
 // stream is one attached exec running the sidecar's MCP server.
 type stream struct {
 	// stdout carries the sidecar's MCP frames; stdin takes ours.
+	// Closing stdout must unblock a pending Read: the MCP client reads it
+	// on its own goroutine (LineTransport.DirectRead).
 	stdout io.ReadCloser
 	stdin  io.WriteCloser
-	// directRead says that closing stdout unblocks a pending Read, so
-	// the MCP client may read it on its own goroutine.
-	directRead bool
 	// done is closed when the sidecar's stdout has ended.
 	done <-chan struct{}
 	// stderr keeps the end of what the sidecar wrote to stderr.

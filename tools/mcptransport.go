@@ -62,8 +62,9 @@ type LineTransport struct {
 	DirectRead bool
 }
 
-// Connect implements mcp.Transport. It starts the goroutine that reads
-// the peer's messages; it ends when Reader fails or the connection closes.
+// Connect implements mcp.Transport. Unless DirectRead is set, it starts
+// the goroutine that reads the peer's messages; it ends when Reader fails
+// or the connection closes.
 func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 	if t.Reader == nil || t.Writer == nil {
 		return nil, errors.New("line transport: Reader and Writer are both required")

@@ -4,7 +4,7 @@ package tools
 
 import (
 	"context"
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -172,17 +172,17 @@ func (s *supervisor) supervise(ctx context.Context, proc *os.Process, deadline t
 	pid := proc.Pid
 	// The pidfd turns readable when the process exits, before it is
 	// reaped, so its group can still be signalled safely then. Without
-	// pidfd support, a goroutine waits and rings the eventfd.
-	// Helpers that ring the eventfd are waited for before it is closed.
+	// pidfd support, a goroutine waits and rings the eventfd. Helpers that
+	// ring the eventfd are waited for before it is closed.
 	wakeFD := s.wake
-	var err error = unix.ENOSYS
 	exitFD := -1
 	if !s.spec.waitThread {
-		exitFD, err = unix.PidfdOpen(pid, 0)
+		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+			exitFD = fd
+		}
 	}
 	var waited chan waitResult
-	if err != nil {
-		exitFD = -1
+	if exitFD < 0 {
 		waited = make(chan waitResult, 1)
 		rung := make(chan struct{})
 		go func() {
@@ -309,8 +309,12 @@ func (s *supervisor) supervise(ctx context.Context, proc *os.Process, deadline t
 	case state != nil:
 		out.exitCode = exitStatus(state)
 	default:
+		msg := "no exit status"
+		if waitErr != nil {
+			msg = waitErr.Error()
+		}
 		out.exitCode = 1
-		out.stderr += "podbot: " + errors.Join(waitErr, errors.New("no exit status")).Error()
+		out.stderr += "podbot: " + msg
 	}
 	return out, nil
 }
@@ -374,9 +378,10 @@ func pollTimeout(t time.Time) int {
 	return int((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-// ring wakes the poll loop.
+// ring wakes the poll loop: it adds one to the eventfd's counter.
 func ring(fd int) {
-	one := [8]byte{1}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
 	_, _ = unix.Write(fd, one[:])
 }
 
