@@ -20,6 +20,7 @@ import (
 
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/github"
 	"github.com/podbot/podbot/github/githubtest"
 	"github.com/podbot/podbot/launchplan"
@@ -88,6 +89,48 @@ func waitForNewToken(t *testing.T, ctx context.Context, path, old string, within
 	return ""
 }
 
+// ghFixture is what the GitHub e2e tests share: a fake GitHub App whose
+// tokens live ttl, the host repository octo-org/demo (branch feature)
+// behind a git server that accepts only the App's current token, an engine
+// connection, a runtime directory, a container name removed on cleanup,
+// and a launch config that clones from that server.
+type ghFixture struct {
+	gh      *githubtest.Server
+	app     *github.App
+	keyPath string
+	repo    *hostRepo
+	gs      *gitServer
+	conn    *engine.Conn
+	rt      string
+	name    string
+	cfg     config.Config
+}
+
+func newGHFixture(t *testing.T, ctx context.Context, e engineUnderTest, ttl time.Duration, purpose string) *ghFixture {
+	t.Helper()
+	f := &ghFixture{}
+	f.gh, f.app, f.keyPath = fakeGitHubAppTTL(t, ttl)
+	root := t.TempDir()
+	f.repo = newHostRepo(t, root, "octo-org/demo", "feature")
+	f.gs = startGitServer(t, ctx, e, root, f.gh.Valid)
+	f.conn = connectEngine(t, ctx, e)
+	f.rt = runtimeDir(t)
+	f.name = testName(e, purpose)
+	removeOnCleanup(t, e, f.name)
+	f.cfg = launchConfig()
+	f.cfg.GitHub.CloneBaseURL = f.gs.BaseURL
+	return f
+}
+
+// launchOptions launches f.name from octo-org/demo, branch feature, with
+// the App's tokens.
+func (f *ghFixture) launchOptions() podbot.LaunchOptions {
+	return podbot.LaunchOptions{
+		Config: f.cfg, Intent: launchplan.IntentInteractive, Name: f.name,
+		Repo: "octo-org/demo", Branch: "feature", RuntimeDir: f.rt, TokenSource: f.app,
+	}
+}
+
 // TestGitHubTokenRefreshCloneFetch drives the library's Launch with a GitHub
 // App against a fake GitHub API and a git server on the host that accepts
 // only the currently valid token: the clone works through the askpass
@@ -98,24 +141,12 @@ func TestGitHubTokenRefreshCloneFetch(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		gh, app, keyPath := fakeGitHubApp(t)
-		root := t.TempDir()
-		repo := newHostRepo(t, root, "octo-org/demo", "feature")
+		f := newGHFixture(t, ctx, e, tokenTTL, "ghrefresh")
+		gh, gs, keyPath, repo, conn, rt, name := f.gh, f.gs, f.keyPath, f.repo, f.conn, f.rt, f.name
 		firstSHA := strings.TrimSpace(git(t, repo.work, "rev-parse", "HEAD"))
-		gs := startGitServer(t, ctx, e, root, gh.Valid)
-		conn := connectEngine(t, ctx, e)
-		rt := runtimeDir(t)
-		name := testName(e, "ghrefresh")
-		removeOnCleanup(t, e, name)
-
-		cfg := launchConfig()
-		cfg.Workspace.Source = config.SourceGitHubClone
-		cfg.GitHub.CloneBaseURL = gs.BaseURL
-		cfg.GitHub.TokenRefreshBuffer = refreshBuffer
-		sb := launch(t, ctx, conn, podbot.LaunchOptions{
-			Config: cfg, Intent: launchplan.IntentInteractive, Name: name,
-			Repo: "octo-org/demo", Branch: "feature", RuntimeDir: rt, TokenSource: app,
-		})
+		f.cfg.Workspace.Source = config.SourceGitHubClone
+		f.cfg.GitHub.TokenRefreshBuffer = refreshBuffer
+		sb := launch(t, ctx, conn, f.launchOptions())
 
 		// The token file: 0600 in a 0700 directory on the host, holding the
 		// token GitHub issued, labelled for podbot token-daemon.
@@ -244,20 +275,9 @@ func TestGitHubCleanupLeavesNothing(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		gh, app, _ := fakeGitHubAppTTL(t, time.Hour)
-		root := t.TempDir()
-		newHostRepo(t, root, "octo-org/demo", "feature")
-		gs := startGitServer(t, ctx, e, root, gh.Valid)
-		conn := connectEngine(t, ctx, e)
-		rt := runtimeDir(t)
-		name := testName(e, "ghclean")
-		removeOnCleanup(t, e, name)
-		cfg := launchConfig()
-		cfg.GitHub.CloneBaseURL = gs.BaseURL
-		sb, err := podbot.Launch(ctx, conn, podbot.LaunchOptions{
-			Config: cfg, Intent: launchplan.IntentInteractive, Name: name,
-			Repo: "octo-org/demo", Branch: "feature", RuntimeDir: rt, TokenSource: app,
-		})
+		f := newGHFixture(t, ctx, e, time.Hour, "ghclean")
+		conn, rt, name := f.conn, f.rt, f.name
+		sb, err := podbot.Launch(ctx, conn, f.launchOptions())
 		if err != nil {
 			t.Fatalf("Launch: %v", err)
 		}
@@ -275,10 +295,9 @@ func TestGitHubCleanupLeavesNothing(t *testing.T) {
 		// the failed launch removes what it made.
 		bad := testName(e, "ghbad")
 		removeOnCleanup(t, e, bad)
-		_, err = podbot.Launch(ctx, conn, podbot.LaunchOptions{
-			Config: cfg, Intent: launchplan.IntentInteractive, Name: bad,
-			Repo: "octo-org/demo", Branch: "no-such-branch", RuntimeDir: rt, TokenSource: app,
-		})
+		opts := f.launchOptions()
+		opts.Name, opts.Branch = bad, "no-such-branch"
+		_, err = podbot.Launch(ctx, conn, opts)
 		var se *podbot.StepError
 		if !errors.As(err, &se) || se.Step != podbot.StepWorkspace {
 			t.Fatalf("Launch of a missing branch: %v, want a %s step error", err, podbot.StepWorkspace)
@@ -300,20 +319,9 @@ func TestGitHubTokenDaemonAll(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		gh, app, keyPath := fakeGitHubAppTTL(t, time.Hour)
-		root := t.TempDir()
-		newHostRepo(t, root, "octo-org/demo", "feature")
-		gs := startGitServer(t, ctx, e, root, gh.Valid)
-		conn := connectEngine(t, ctx, e)
-		rt := runtimeDir(t)
-		name := testName(e, "ghall")
-		removeOnCleanup(t, e, name)
-		cfg := launchConfig()
-		cfg.GitHub.CloneBaseURL = gs.BaseURL
-		sb := launch(t, ctx, conn, podbot.LaunchOptions{
-			Config: cfg, Intent: launchplan.IntentInteractive, Name: name,
-			Repo: "octo-org/demo", Branch: "feature", RuntimeDir: rt, TokenSource: app,
-		})
+		f := newGHFixture(t, ctx, e, time.Hour, "ghall")
+		gh, keyPath, conn, rt, name := f.gh, f.keyPath, f.conn, f.rt, f.name
+		sb := launch(t, ctx, conn, f.launchOptions())
 		if err := sb.Close(ctx, false); err != nil {
 			t.Fatal(err)
 		}
