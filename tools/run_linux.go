@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -33,13 +32,17 @@ const readBuffer = 32 << 10
 func (w *Workspace) run(ctx context.Context, spec runSpec) (runOutput, error) {
 	path := spec.argv[0]
 	if filepath.Base(path) == path {
-		lp, err := exec.LookPath(path)
+		lp, err := w.paths.lookPath(path)
 		if err != nil {
 			return startFailure(path, err, 0), nil
 		}
 		path = lp
 	}
-	s, err := newSupervisor(spec)
+	null, err := w.devNull()
+	if err != nil {
+		return runOutput{}, fmt.Errorf("start %s: open %s: %w", filepath.Base(path), os.DevNull, err)
+	}
+	s, err := newSupervisor(spec, null)
 	if err != nil {
 		return runOutput{}, err
 	}
@@ -67,10 +70,10 @@ func (w *Workspace) run(ctx context.Context, spec runSpec) (runOutput, error) {
 type supervisor struct {
 	spec       runSpec
 	childFiles [3]*os.File // the command's stdin, stdout and stderr
-	devNull    *os.File
-	stdin      int // our end of the command's stdin, or -1
-	stdout     int // our end of the command's stdout, or -1
-	stderr     int // our end of the command's stderr, or -1
+	devNull    *os.File    // the workspace's, shared: never closed here
+	stdin      int         // our end of the command's stdin, or -1
+	stdout     int         // our end of the command's stdout, or -1
+	stderr     int         // our end of the command's stderr, or -1
 	stdinLeft  []byte
 	wake       int // eventfd: ctx ended or (without pidfd) the process exited
 	outBuf     cappedBuffer
@@ -78,22 +81,18 @@ type supervisor struct {
 	exitedAt   time.Time
 }
 
-// newSupervisor opens the pipes spec asks for and /dev/null for the rest.
-// Every descriptor is close-on-exec, so a concurrent start elsewhere in
-// the process never inherits one.
-func newSupervisor(spec runSpec) (*supervisor, error) {
-	s := &supervisor{spec: spec, stdin: -1, stdout: -1, stderr: -1, wake: -1}
+// newSupervisor opens the pipes spec asks for; null (an open /dev/null)
+// serves the rest. Every descriptor is close-on-exec, so a concurrent
+// start elsewhere in the process never inherits one.
+func newSupervisor(spec runSpec, null *os.File) (*supervisor, error) {
+	s := &supervisor{spec: spec, stdin: -1, stdout: -1, stderr: -1, wake: -1, devNull: null}
 	fail := func(op string, err error) (*supervisor, error) {
 		s.closeChildEnds()
 		s.close()
 		return nil, fmt.Errorf("start %s: %s: %w", filepath.Base(spec.argv[0]), op, err)
 	}
-	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		return fail("open "+os.DevNull, err)
-	}
-	s.devNull = null
 	s.childFiles = [3]*os.File{null, null, null}
+	var err error
 	if spec.stdin != "" {
 		r, w, err := nonblockingPipe(false)
 		if err != nil {
@@ -145,10 +144,6 @@ func (s *supervisor) closeChildEnds() {
 			f.Close()
 		}
 		s.childFiles[i] = nil
-	}
-	if s.devNull != nil {
-		s.devNull.Close()
-		s.devNull = nil
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/podbot/podbot/errdefs"
 )
@@ -18,6 +19,12 @@ type Workspace struct {
 	tmpDir    string
 	python    string
 	escapeErr error
+
+	paths pathCache // bare command names resolved against PATH
+
+	nullOnce sync.Once // opens null on first use
+	null     *os.File  // /dev/null, shared by every command's unused stdio
+	nullErr  error
 }
 
 type workspaceConfig struct {
@@ -108,6 +115,10 @@ func (w *Workspace) Dir() string { return w.dir }
 
 // Close releases the workspace root handle.
 func (w *Workspace) Close() error {
+	w.nullOnce.Do(func() {}) // no command opens it from now on
+	if w.null != nil {
+		w.null.Close()
+	}
 	if err := w.root.Close(); err != nil {
 		return &errdefs.FilesystemError{Op: "close workspace", Path: w.dir, Err: err}
 	}
@@ -120,4 +131,11 @@ func defaultEnv(dir string) []string {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
 	return []string{"PATH=" + path, "HOME=" + dir, "LANG=C.UTF-8"}
+}
+
+// devNull returns the workspace's /dev/null, opened once and shared by
+// every command started in it (the child gets its own duplicate).
+func (w *Workspace) devNull() (*os.File, error) {
+	w.nullOnce.Do(func() { w.null, w.nullErr = os.OpenFile(os.DevNull, os.O_RDWR, 0) })
+	return w.null, w.nullErr
 }
