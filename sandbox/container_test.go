@@ -243,3 +243,56 @@ func TestContainerDefaultShellTimeout(t *testing.T) {
 		t.Fatalf("default timeout not applied: %s", p)
 	}
 }
+
+// A call whose context ends returns at once, and the sidecar is told to
+// stop it: its command does not run on.
+func TestContainerCancelledCallStopsItsCommand(t *testing.T) {
+	s, _, _ := newFakeContainer(t, nil)
+	shell(t, s, "true") // container and stream up
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Call(ctx, tools.ShellExecuteTool, []byte(`{"command":["sh","-c","echo $$ > pid; exec sleep 60"]}`))
+		done <- err
+	}()
+	pidFile := filepath.Join(s.WorkspaceDir(), "pid")
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call returned %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a cancelled call did not return")
+	}
+	for deadline := time.Now().Add(10 * time.Second); processAlive(pid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("command %d still runs after its call was cancelled", pid)
+		}
+	}
+	if got := shell(t, s, "echo", "after"); got.Stdout != "after\n" {
+		t.Fatalf("the session did not survive a cancelled call: %+v", got)
+	}
+}
+
+// processAlive reports whether pid exists and is not a zombie.
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || !strings.HasPrefix(s[i+1:], " Z")
+}
