@@ -66,6 +66,13 @@ func (w *Workspace) run(ctx context.Context, spec runSpec) (runOutput, error) {
 	return out, err
 }
 
+// devNull returns the workspace's /dev/null, opened once and shared by
+// every command started in it (the child gets its own duplicate).
+func (w *Workspace) devNull() (*os.File, error) {
+	w.nullOnce.Do(func() { w.null, w.nullErr = os.OpenFile(os.DevNull, os.O_RDWR, 0) })
+	return w.null, w.nullErr
+}
+
 // supervisor holds the pipes and file descriptors of one running command.
 type supervisor struct {
 	spec       runSpec

@@ -132,10 +132,3 @@ func defaultEnv(dir string) []string {
 	}
 	return []string{"PATH=" + path, "HOME=" + dir, "LANG=C.UTF-8"}
 }
-
-// devNull returns the workspace's /dev/null, opened once and shared by
-// every command started in it (the child gets its own duplicate).
-func (w *Workspace) devNull() (*os.File, error) {
-	w.nullOnce.Do(func() { w.null, w.nullErr = os.OpenFile(os.DevNull, os.O_RDWR, 0) })
-	return w.null, w.nullErr
-}
