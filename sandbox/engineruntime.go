@@ -164,7 +164,8 @@ func (r *engineRuntime) attach(ctx context.Context, id string) (*stream, error) 
 		AttachStdout: true,
 		AttachStderr: true,
 		WorkingDir:   tools.WorkspaceName,
-		Cmd:          []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp"},
+		// The host reads each result's JSON text only (callSidecar).
+		Cmd: []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp", "--structured=false"},
 	})
 	if err != nil {
 		return nil, engine.Classify("exec create", r.conn.Endpoint().String(), id, err)

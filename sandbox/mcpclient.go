@@ -23,6 +23,12 @@ const (
 	connectTimeout = 30 * time.Second
 	// stderrTail is how much of the sidecar's stderr is kept for errors.
 	stderrTail = 8 << 10
+	// sidecarProtocol is the MCP version the host link negotiates: the
+	// newest stateful one. From 2026-07-28 on, every request repeats the
+	// client's identity and capabilities in _meta, which the server decodes
+	// again per call; on one long-lived stream to podbot's own sidecar the
+	// handshake already said all of it once.
+	sidecarProtocol = "2025-11-25"
 )
 
 // connectSidecar performs the MCP handshake over st. The session lives
@@ -35,7 +41,8 @@ func connectSidecar(ctx context.Context, st *stream, version, container string) 
 	// nothing but the initialize call to it, and the stream outlives it.
 	stop := context.AfterFunc(ctx, func() { st.Close() })
 	defer stop()
-	cs, err := client.Connect(hctx, &tools.LineTransport{Reader: st.stdout, Writer: st.stdin, MaxFrameBytes: maxFrameBytes, DirectRead: true}, nil)
+	cs, err := client.Connect(hctx, &tools.LineTransport{Reader: st.stdout, Writer: st.stdin, MaxFrameBytes: maxFrameBytes, DirectRead: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: sidecarProtocol})
 	if err != nil {
 		st.Close()
 		msg := "podbot-sidecar did not answer the MCP handshake"

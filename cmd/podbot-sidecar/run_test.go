@@ -39,7 +39,11 @@ func TestParseServe(t *testing.T) {
 		t.Fatalf("parseServe = %+v, %v", opts, err)
 	}
 	opts, err = parseServe(nil, &errOut)
-	if err != nil || opts.root != "/workspace" {
-		t.Fatalf("default root = %+v, %v", opts, err)
+	if err != nil || opts.root != "/workspace" || !opts.structured {
+		t.Fatalf("defaults = %+v, %v", opts, err)
+	}
+	opts, err = parseServe([]string{"--structured=false"}, &errOut)
+	if err != nil || opts.structured {
+		t.Fatalf("--structured=false = %+v, %v", opts, err)
 	}
 }

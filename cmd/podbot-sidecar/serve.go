@@ -15,16 +15,18 @@ const maxFrameBytes = 4 << 20
 
 // serveOptions are the flags of "serve".
 type serveOptions struct {
-	root string
-	tmp  string
+	root       string
+	tmp        string
+	structured bool
 }
 
 func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	opts := serveOptions{}
+	opts := serveOptions{structured: true}
 	fs.StringVar(&opts.root, "root", tools.WorkspaceName, "workspace directory the tools operate on")
 	fs.StringVar(&opts.tmp, "tmp", os.TempDir(), "writable directory outside the workspace for staging")
+	fs.BoolVar(&opts.structured, "structured", true, "also return each result as structured content (podbot's host reads only the JSON text and passes --structured=false)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return opts, err
@@ -46,7 +48,11 @@ func serve(ctx context.Context, opts serveOptions) error {
 		return err
 	}
 	defer ws.Close()
-	server := tools.NewMCPServer(ws, version)
+	var mcpOpts []tools.MCPOption
+	if !opts.structured {
+		mcpOpts = append(mcpOpts, tools.TextResults())
+	}
+	server := tools.NewMCPServer(ws, version, mcpOpts...)
 	// A polled stdin is closed promptly, so each request can be decoded on
 	// the SDK's own reading goroutine.
 	stdin, polled := pollable(os.Stdin)
