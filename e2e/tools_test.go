@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -226,6 +227,36 @@ func TestToolsHostileInputsInContainer(t *testing.T) {
 				t.Errorf("network interfaces: %+v, %v (want only lo)", res, err)
 			}
 		})
+	})
+}
+
+// TestToolsChangedFilesInContainer checks changed_files in a real sandbox:
+// the sidecar follows the workspace with inotify (allowed by the engine's
+// seccomp profile, as the sandbox user) and lists what a command did.
+func TestToolsChangedFilesInContainer(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		s, _ := toolSession(t, ctx, e, nil, nil)
+		if _, err := shellCall(ctx, s, 0, "sh", "-c", "mkdir -p old/sub && echo 1 > old/sub/f && echo 2 > edit"); err != nil {
+			t.Fatal(err)
+		}
+		res, err := shellCall(ctx, s, 0, "sh", "-c", "mkdir -p a/b && echo x > a/b/f && echo more >> edit && rm -r old")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range res.ChangedFiles {
+			got = append(got, c.Change+" "+c.Path)
+		}
+		want := []string{"created a", "created a/b", "created a/b/f", "modified edit", "removed old", "removed old/sub", "removed old/sub/f"}
+		if !slices.Equal(got, want) || res.ChangedFilesTruncated {
+			t.Errorf("changed_files = %q (truncated %v), want %q", got, res.ChangedFilesTruncated, want)
+		}
+		fds, err := shellCall(ctx, s, 0, "sh", "-c", "ls -l /proc/$PPID/fd")
+		if err != nil || !strings.Contains(fds.Stdout, "inotify") {
+			t.Errorf("the sidecar holds no inotify descriptor (changed_files fell back to snapshots): %+v, %v", fds, err)
+		}
 	})
 }
 

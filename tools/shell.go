@@ -49,7 +49,8 @@ type ShellResult struct {
 	// at the same time in the same workspace see each other's changes.
 	ChangedFiles []FileChange `json:"changed_files"`
 	// ChangedFilesTruncated is true when ChangedFiles is incomplete: the
-	// list was cut, or the workspace held more than MaxSnapshotEntries entries.
+	// list was cut, the workspace held more than MaxSnapshotEntries entries,
+	// or the kernel dropped change events (too many at once).
 	ChangedFilesTruncated bool `json:"changed_files_truncated,omitempty"`
 }
 
@@ -156,7 +157,7 @@ func (w *Workspace) ShellExecute(ctx context.Context, p ShellParams) (ShellResul
 			return ShellResult{}, invalid(shellTool, "cwd", fmt.Sprintf("%s is not a directory; name a directory inside %s", c.cwd, WorkspaceName))
 		}
 	}
-	before := w.snapshot()
+	window := w.beginChanges()
 	out, err := w.run(ctx, runSpec{
 		argv:    c.argv,
 		dir:     w.hostPath(c.cwd),
@@ -167,10 +168,10 @@ func (w *Workspace) ShellExecute(ctx context.Context, p ShellParams) (ShellResul
 		limit:   MaxOutputBytes,
 	})
 	if err != nil {
+		w.abandonChanges(window)
 		return ShellResult{}, err
 	}
-	after := w.snapshot()
-	changes, partial := diffSnapshots(before, after, MaxChangedFiles)
+	changes, partial := w.endChanges(window, MaxChangedFiles)
 	res := ShellResult{
 		Command:               append([]string(nil), c.argv...),
 		Cwd:                   logical(c.cwd),

@@ -25,12 +25,17 @@ type Workspace struct {
 	nullOnce sync.Once // opens null on first use
 	null     *os.File  // /dev/null, shared by every command's unused stdio
 	nullErr  error
+
+	trackOnce     sync.Once     // starts tracker on the first shell_execute
+	tracker       changeTracker // nil: changed_files compares snapshots
+	snapshotsOnly bool          // never start a tracker (tests compare both ways)
 }
 
 type workspaceConfig struct {
-	env    []string
-	tmpDir string
-	python string
+	env           []string
+	tmpDir        string
+	python        string
+	snapshotsOnly bool
 }
 
 // Option configures a Workspace.
@@ -98,7 +103,7 @@ func NewWorkspace(dir string, opts ...Option) (*Workspace, error) {
 	if cfg.env == nil {
 		cfg.env = defaultEnv(abs)
 	}
-	w := &Workspace{dir: abs, root: root, env: cfg.env, tmpDir: cfg.tmpDir, python: cfg.python}
+	w := &Workspace{dir: abs, root: root, env: cfg.env, tmpDir: cfg.tmpDir, python: cfg.python, snapshotsOnly: cfg.snapshotsOnly}
 	// os.Root reports escapes with an unexported sentinel; learn it once so
 	// escapes can be told apart from other failures with errors.Is.
 	if _, err := root.Lstat(".."); err != nil {
@@ -118,6 +123,10 @@ func (w *Workspace) Close() error {
 	w.nullOnce.Do(func() {}) // no command opens it from now on
 	if w.null != nil {
 		w.null.Close()
+	}
+	w.trackOnce.Do(func() {}) // and no command starts a tracker
+	if w.tracker != nil {
+		w.tracker.close()
 	}
 	if err := w.root.Close(); err != nil {
 		return &errdefs.FilesystemError{Op: "close workspace", Path: w.dir, Err: err}
