@@ -94,8 +94,8 @@ func (c *common) recordCall(name string, args, result json.RawMessage, container
 // shell_execute call that gives none. Arguments that are not a JSON object
 // pass through untouched so the tool reports them.
 func (c *common) withDefaults(name string, args json.RawMessage) json.RawMessage {
-	if name != tools.ShellExecuteTool || c.opts.ShellTimeout == 0 {
-		return args
+	if name != tools.ShellExecuteTool || c.opts.ShellTimeout == 0 || c.opts.ShellTimeout == tools.DefaultShellTimeout {
+		return args // the tool's own default applies
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(args, &m); err != nil || m == nil {

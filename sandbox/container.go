@@ -135,7 +135,7 @@ func (s *Container) call(ctx context.Context, name string, args json.RawMessage)
 	if name == tools.PodmanShellTool {
 		return s.podmanShell(ctx, args)
 	}
-	if !hasTool(tools.Specs(), name) {
+	if !tools.IsTool(name) {
 		return nil, "", unknownTool(name, s.Specs())
 	}
 	return s.send(ctx, name, args)

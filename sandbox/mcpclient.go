@@ -96,12 +96,3 @@ func unknownTool(name string, specs []tools.Spec) error {
 	return &tools.ToolError{Tool: name, Reason: errdefs.ErrNotFound,
 		Msg: "no such tool; use one of " + strings.Join(names, ", ")}
 }
-
-func hasTool(specs []tools.Spec, name string) bool {
-	for _, s := range specs {
-		if s.Name == name {
-			return true
-		}
-	}
-	return false
-}

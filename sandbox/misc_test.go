@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/podbot/podbot/creds"
+	"github.com/podbot/podbot/tools"
 )
 
 func TestTailBuffer(t *testing.T) {
@@ -65,5 +66,11 @@ func TestWithDefaults(t *testing.T) {
 		if got := string(c.withDefaults(tt.name, []byte(tt.in))); !strings.Contains(got, tt.want) {
 			t.Errorf("withDefaults(%s, %s) = %s", tt.name, tt.in, got)
 		}
+	}
+	// The tool's own default needs no rewrite of the arguments.
+	c = common{opts: Options{ShellTimeout: tools.DefaultShellTimeout}}
+	in := `{"command":["true"]}`
+	if got := string(c.withDefaults(tools.ShellExecuteTool, []byte(in))); got != in {
+		t.Errorf("withDefaults with the tool's default timeout = %s, want %s unchanged", got, in)
 	}
 }

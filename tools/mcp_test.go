@@ -93,3 +93,17 @@ func TestMCPRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestIsToolMatchesSpecs keeps IsTool and Specs in step.
+func TestIsToolMatchesSpecs(t *testing.T) {
+	for _, s := range Specs() {
+		if !IsTool(s.Name) {
+			t.Errorf("IsTool(%q) = false for a tool of Specs", s.Name)
+		}
+	}
+	for _, name := range []string{PodmanShellTool, "", "shell", "READ_FILE", "read_file "} {
+		if IsTool(name) {
+			t.Errorf("IsTool(%q) = true", name)
+		}
+	}
+}

@@ -41,6 +41,17 @@ func pathSchema(desc string) string {
 		`,"description":` + strconv.Quote(desc+" Relative to /workspace; ASCII, at most "+itoa(MaxPathSegments)+" segments of at most "+itoa(MaxSegmentChars)+" characters; no \"..\".") + `}`
 }
 
+// IsTool reports whether name is one of the tools of Specs (podman_shell
+// is not), without building the specs.
+func IsTool(name string) bool {
+	switch name {
+	case ShellExecuteTool, LsTool, ReadFileTool, WriteFileTool, EditFileTool,
+		GlobTool, GrepTool, RmTool, EvaluatePythonTool:
+		return true
+	}
+	return false
+}
+
 // Specs returns the tools every backend offers, in a stable order.
 // podman_shell is not among them; see PodmanShellSpec.
 func Specs() []Spec {
