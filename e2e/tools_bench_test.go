@@ -215,7 +215,30 @@ func toolsSidecarPhase(b *testing.B, e engineUnderTest) toolsRoundTrip {
 	b.ReportMetric(toolsMS(toolsPercentile(echoT, 50)), "stream-echo-p50-ms")
 	b.ReportMetric(toolsMS(spawnFloor), "spawn-floor-p50-ms")
 	b.ReportMetric(toolsMS(m.shell50-spawnFloor), "shell-over-spawn-floor-ms")
+	b.ReportMetric(toolsMS(toolsShellInLargeWorkspace(b, ctx, s, shellArgs)), "shell-20k-files-p50-ms")
 	return m
+}
+
+// toolsShellInLargeWorkspace fills the session's workspace with 20,000
+// files in 200 directories and times shell_execute ["true"] in it: what
+// changed_files costs grows with the workspace only where the tree is
+// walked around every command.
+func toolsShellInLargeWorkspace(b *testing.B, ctx context.Context, s sandbox.Session, shellArgs json.RawMessage) time.Duration {
+	b.Helper()
+	const fill = "import os\nfor d in range(200):\n os.makedirs(f'big/{d}')\n for f in range(100): open(f'big/{d}/{f}', 'w').close()"
+	res, err := sandbox.Invoke[tools.ShellResult](ctx, s, tools.ShellExecuteTool, tools.ShellParams{Command: []string{"python3", "-c", fill}})
+	if err != nil || res.ExitCode != 0 {
+		b.Fatalf("fill the workspace: %v %+v", err, res)
+	}
+	var ts []time.Duration
+	for range 20 {
+		t0 := time.Now()
+		if _, err := s.Call(ctx, tools.ShellExecuteTool, shellArgs); err != nil {
+			b.Fatal(err)
+		}
+		ts = append(ts, time.Since(t0))
+	}
+	return toolsPercentile(ts, 50)
 }
 
 // toolsExecPhase times one Engine API exec and one CLI exec of true per
