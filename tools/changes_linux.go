@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -41,7 +42,8 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATT
 type inotifyTracker struct {
 	mu     sync.Mutex
 	fd     int
-	root   string
+	root   string         // host path of the workspace
+	fs     *os.Root       // the workspace, for every directory opened
 	dirs   map[int]string // watch descriptor -> directory ("" is the root)
 	wds    map[string]int // directory -> watch descriptor
 	log    []pathEvent    // events since the oldest open window began
@@ -58,14 +60,15 @@ type openWindows struct {
 	lost bool // events were dropped while they were open
 }
 
-// newChangeTracker watches the tree under root; nil when inotify is not
-// available or the tree has more directories than the tracker follows.
-func newChangeTracker(root string) changeTracker {
+// newChangeTracker watches the tree under root (fs is root opened as an
+// os.Root); nil when inotify is not available or the tree has more
+// directories than the tracker follows.
+func newChangeTracker(root string, fs *os.Root) changeTracker {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil
 	}
-	t := &inotifyTracker{fd: fd, root: root, dirs: map[int]string{}, wds: map[string]int{},
+	t := &inotifyTracker{fd: fd, root: root, fs: fs, dirs: map[int]string{}, wds: map[string]int{},
 		open: map[uint64]*openWindows{}, buf: make([]byte, inotifyReadBuffer)}
 	if !t.watchTree("", false) {
 		unix.Close(fd)
@@ -295,30 +298,41 @@ func (t *inotifyTracker) unwatchTree(dir string) {
 // just appeared, and whatever is in it arrived with it or before its
 // watch was in place. It reports false when the kernel or maxWatchedDirs
 // leaves no room for another watch.
+//
+// Each directory is opened through the workspace's os.Root, so neither a
+// listing nor a watch ever lands outside the workspace, even when a
+// command swaps a directory for a symlink while it is walked; the watch
+// is added on that open descriptor (/proc/self/fd), the very directory
+// that is listed.
 func (t *inotifyTracker) watchTree(dir string, report bool) bool {
 	stack := []string{dir}
 	for len(stack) > 0 {
 		rel := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		host := filepath.Join(t.root, filepath.FromSlash(rel))
-		wd, err := unix.InotifyAddWatch(t.fd, host, watchMask)
+		name := rel
+		if name == "" {
+			name = "."
+		}
+		f, err := t.fs.Open(name)
 		if err != nil {
+			continue // gone again, not reachable inside the workspace, or not readable
+		}
+		wd, err := t.addWatch(f, rel)
+		if err != nil {
+			f.Close()
 			if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.ENOMEM) {
 				return false
 			}
-			continue // gone again, not a directory, or not readable: nothing to follow
+			continue // not a directory (any more): nothing to follow
 		}
 		if _, known := t.dirs[wd]; !known && len(t.dirs) >= maxWatchedDirs {
+			f.Close()
 			return false
 		}
 		if old, ok := t.wds[rel]; ok && old != wd {
 			delete(t.dirs, old)
 		}
 		t.dirs[wd], t.wds[rel] = rel, wd
-		f, err := os.Open(host)
-		if err != nil {
-			continue
-		}
 		entries, _ := f.ReadDir(-1)
 		f.Close()
 		for _, e := range entries {
@@ -332,4 +346,23 @@ func (t *inotifyTracker) watchTree(dir string, report bool) bool {
 		}
 	}
 	return true
+}
+
+// addWatch watches the directory f has open. Without /proc it falls back
+// to the directory's path (the last component is still never followed).
+func (t *inotifyTracker) addWatch(f *os.File, rel string) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	wd, werr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) {
+		wd, werr = unix.InotifyAddWatch(t.fd, "/proc/self/fd/"+strconv.Itoa(int(fd)), watchMask&^unix.IN_DONT_FOLLOW)
+	}); err != nil {
+		return -1, err
+	}
+	if errors.Is(werr, unix.ENOENT) {
+		wd, werr = unix.InotifyAddWatch(t.fd, filepath.Join(t.root, filepath.FromSlash(rel)), watchMask)
+	}
+	return wd, werr
 }

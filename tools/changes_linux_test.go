@@ -122,14 +122,23 @@ func TestChangeTrackerDirectoryMoved(t *testing.T) {
 	}
 }
 
+// newTestTracker starts a tracker on dir.
+func newTestTracker(t *testing.T, dir string) changeTracker {
+	t.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	tr := newChangeTracker(dir, root)
+	return tr
+}
+
 // TestChangeTrackerOverlappingWindows checks concurrent commands: each
 // window sees what happened while it was open, and nothing from before.
 func TestChangeTrackerOverlappingWindows(t *testing.T) {
 	dir := t.TempDir()
-	tr := newChangeTracker(dir)
-	if tr == nil {
-		t.Fatal("no change tracker")
-	}
+	tr := newTestTracker(t, dir)
 	defer tr.close()
 	write := func(name string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644); err != nil {
@@ -177,10 +186,7 @@ func TestChangeTrackerLostEventsArePartial(t *testing.T) {
 		t.Skipf("max_queued_events is %d: overflowing it would take too long here", queue)
 	}
 	dir := t.TempDir()
-	tr := newChangeTracker(dir)
-	if tr == nil {
-		t.Fatal("no change tracker")
-	}
+	tr := newTestTracker(t, dir)
 	defer tr.close()
 	seq, _ := tr.begin()
 	for i := range queue + 100 {
@@ -214,10 +220,7 @@ func TestChangeTrackerRootRemoved(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tr := newChangeTracker(dir)
-	if tr == nil {
-		t.Fatal("no change tracker")
-	}
+	tr := newTestTracker(t, dir)
 	defer tr.close()
 	seq, _ := tr.begin()
 	if err := os.Rename(dir, dir+".moved"); err != nil {
@@ -246,5 +249,38 @@ func TestFoldEvents(t *testing.T) {
 	}
 	if got, partial := foldEvents(events, 2); len(got) != 2 || !partial {
 		t.Errorf("cut at 2: %v (partial %v)", got, partial)
+	}
+}
+
+// TestChangeTrackerNeverFollowsSymlinks keeps the tracker inside the
+// workspace: what happens behind a symlink to a directory outside it is
+// never reported, whether the link was there first or made by a command.
+func TestChangeTrackerNeverFollowsSymlinks(t *testing.T) {
+	outside := t.TempDir()
+	dir := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "early")); err != nil {
+		t.Fatal(err)
+	}
+	tr := newTestTracker(t, dir)
+	seq, _ := tr.begin()
+	if err := os.Symlink(outside, filepath.Join(dir, "late")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(outside, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := tr.end(seq, 10)
+	if len(got) != 1 || got[0] != (FileChange{Path: "late", Change: ChangeCreated}) {
+		t.Errorf("changes = %v, want only the new link", got)
+	}
+	seq, _ = tr.begin()
+	if err := os.WriteFile(filepath.Join(outside, "sub", "more"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tr.end(seq, 10); len(got) != 0 {
+		t.Errorf("changes behind the links were reported: %v", got)
 	}
 }
