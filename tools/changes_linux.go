@@ -127,13 +127,13 @@ func (t *inotifyTracker) close() {
 
 // trim drops the events no open window needs.
 func (t *inotifyTracker) trim() {
-	oldest, any := uint64(0), false
+	oldest, found := uint64(0), false
 	for seq := range t.open {
-		if !any || seq < oldest {
-			oldest, any = seq, true
+		if !found || seq < oldest {
+			oldest, found = seq, true
 		}
 	}
-	if !any {
+	if !found {
 		t.base += uint64(len(t.log))
 		t.log, t.bytes = t.log[:0], 0
 		if cap(t.log) > 1024 {
