@@ -4,6 +4,7 @@ package tools
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // snapshotsOnly makes a workspace compare snapshots, never track.
@@ -283,4 +286,49 @@ func TestChangeTrackerNeverFollowsSymlinks(t *testing.T) {
 	if got, _ := tr.end(seq, 10); len(got) != 0 {
 		t.Errorf("changes behind the links were reported: %v", got)
 	}
+}
+
+// FuzzInotifyParse feeds arbitrary bytes to the event parser as if the
+// kernel had queued them: it must never read past the buffer or panic,
+// whatever the lengths, masks and names say, and the tracker's maps must
+// only ever name directories inside the workspace.
+func FuzzInotifyParse(f *testing.F) {
+	event := func(wd int32, mask uint32, name string) []byte {
+		padded := name
+		if name != "" {
+			padded += strings.Repeat("\x00", 16-len(name)%16)
+		}
+		b := make([]byte, 16, 16+len(padded))
+		binary.NativeEndian.PutUint32(b[0:], uint32(wd))
+		binary.NativeEndian.PutUint32(b[4:], mask)
+		binary.NativeEndian.PutUint32(b[12:], uint32(len(padded)))
+		return append(b, padded...)
+	}
+	f.Add(event(1, unix.IN_CREATE, "a"))
+	f.Add(append(event(1, unix.IN_CREATE|unix.IN_ISDIR, "d"), event(1, unix.IN_MOVED_FROM|unix.IN_ISDIR, "d")...))
+	f.Add(event(1, unix.IN_DELETE_SELF, ""))
+	f.Add(event(-1, unix.IN_Q_OVERFLOW, ""))
+	f.Add(event(1, unix.IN_MODIFY, "../../etc/passwd"))
+	f.Add([]byte{1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 127, 'x'})
+	dir := f.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer root.Close()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, ok := newChangeTracker(dir, root).(*inotifyTracker)
+		if !ok {
+			t.Fatal("no change tracker")
+		}
+		defer tr.close()
+		seq, _ := tr.begin()
+		tr.parse(b)
+		tr.end(seq, MaxChangedFiles)
+		for _, d := range tr.dirs {
+			if strings.HasPrefix(d, "/") || d == ".." || strings.HasPrefix(d, "../") {
+				t.Fatalf("watched directory %q is not inside the workspace", d)
+			}
+		}
+	})
 }
