@@ -244,11 +244,44 @@ func doctorHost(h HostProbe, info *engine.EngineInfo, add func(string, CheckStat
 	} else {
 		add("user namespaces", CheckWarn, "cannot read /proc/sys/user/max_user_namespaces", "")
 	}
+	doctorInotify(h, add)
 	if info != nil && info.Kind == engine.KindDocker {
 		if hasCap, ok := boundingCap(h, capSysResource); ok && !hasCap {
 			add("privileged", CheckWarn, "dockerd on this host cannot start privileged containers: the capability bounding set lacks CAP_SYS_RESOURCE",
 				"use Podman for sandbox.privileged = true, or keep the minimal profile")
 		}
+	}
+}
+
+// Inotify limits below which tool sessions' changed_files may fall back
+// to walking the workspace around every command: each session's sidecar
+// holds one inotify instance and a watch per workspace directory (up to
+// 20,000), and the limits count per user on the host.
+const (
+	minInotifyWatches   = 20000
+	minInotifyInstances = 64
+)
+
+// doctorInotify checks the kernel's inotify limits for tool sessions.
+func doctorInotify(h HostProbe, add func(string, CheckStatus, string, string)) {
+	limit := func(name string) (int, bool) {
+		b, err := h.readFile("/proc/sys/fs/inotify/" + name)
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n, err == nil
+	}
+	watches, ok1 := limit("max_user_watches")
+	instances, ok2 := limit("max_user_instances")
+	const fix = "sysctl -w fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=1024"
+	switch {
+	case !ok1 || !ok2:
+		add("inotify", CheckWarn, "cannot read the limits in /proc/sys/fs/inotify: tool sessions may walk the workspace around every shell_execute", fix)
+	case watches < minInotifyWatches || instances < minInotifyInstances:
+		add("inotify", CheckWarn, fmt.Sprintf("max_user_watches %d, max_user_instances %d: large workspaces or many tool sessions fall back to walking the workspace around every shell_execute (slower changed_files)", watches, instances), fix)
+	default:
+		add("inotify", CheckOK, fmt.Sprintf("max_user_watches %d, max_user_instances %d (tool sessions track changed_files without walking the workspace)", watches, instances), "")
 	}
 }
 

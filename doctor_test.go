@@ -43,6 +43,7 @@ func TestDoctorWithoutEngine(t *testing.T) {
 		"sidecar":         CheckWarn,
 		"/dev/fuse":       CheckWarn,
 		"user namespaces": CheckWarn,
+		"inotify":         CheckWarn,
 	}
 	got := map[string]CheckStatus{}
 	for _, c := range r.Checks {
@@ -58,6 +59,36 @@ func TestDoctorWithoutEngine(t *testing.T) {
 	}
 	if !r.Failed() {
 		t.Error("report with a failed check says it did not fail")
+	}
+}
+
+func TestDoctorInotifyLimits(t *testing.T) {
+	tests := []struct {
+		watches, instances string
+		want               CheckStatus
+	}{
+		{"524288\n", "128\n", CheckOK},
+		{"8192\n", "128\n", CheckWarn},
+		{"524288\n", "8\n", CheckWarn},
+		{"", "128\n", CheckWarn}, // unreadable
+	}
+	for _, tt := range tests {
+		h := HostProbe{ReadFile: func(p string) ([]byte, error) {
+			switch {
+			case strings.HasSuffix(p, "max_user_watches") && tt.watches != "":
+				return []byte(tt.watches), nil
+			case strings.HasSuffix(p, "max_user_instances"):
+				return []byte(tt.instances), nil
+			}
+			return nil, fs.ErrNotExist
+		}}
+		var got []Check
+		doctorInotify(h, func(name string, st CheckStatus, detail, fix string) {
+			got = append(got, Check{Name: name, Status: st, Detail: detail, Fix: fix})
+		})
+		if len(got) != 1 || got[0].Name != "inotify" || got[0].Status != tt.want || (tt.want != CheckOK && got[0].Fix == "") {
+			t.Errorf("watches %q instances %q: %+v, want %s", tt.watches, tt.instances, got, tt.want)
+		}
 	}
 }
 
