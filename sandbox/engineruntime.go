@@ -156,6 +156,13 @@ func imageHint(err error, image string) error {
 	return &out
 }
 
+// sidecarServeCommand is the command of the exec that carries a session's
+// MCP stream. The host reads each result's JSON text only (callSidecar),
+// so the sidecar leaves out the structured copy.
+func sidecarServeCommand() []string {
+	return []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp", "--structured=false"}
+}
+
 func (r *engineRuntime) attach(ctx context.Context, id string) (*stream, error) {
 	api := r.conn.API()
 	created, err := api.ContainerExecCreate(ctx, id, container.ExecOptions{
@@ -164,8 +171,7 @@ func (r *engineRuntime) attach(ctx context.Context, id string) (*stream, error) 
 		AttachStdout: true,
 		AttachStderr: true,
 		WorkingDir:   tools.WorkspaceName,
-		// The host reads each result's JSON text only (callSidecar).
-		Cmd: []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp", "--structured=false"},
+		Cmd:          sidecarServeCommand(),
 	})
 	if err != nil {
 		return nil, engine.Classify("exec create", r.conn.Endpoint().String(), id, err)

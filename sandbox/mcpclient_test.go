@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,8 +34,12 @@ func (r *recordingPipe) recorded() []string {
 
 // TestSidecarLinkIsLean checks what the host link puts on the wire: the
 // stateful protocol (no per-request _meta triple), and results read from
-// the JSON text of a server that sends nothing else.
+// the JSON text of a server that sends nothing else, which is what the
+// sidecar is started to be.
 func TestSidecarLinkIsLean(t *testing.T) {
+	if cmd := sidecarServeCommand(); !slices.Contains(cmd, "--structured=false") {
+		t.Errorf("the sidecar is started with %q: it would send every result twice", cmd)
+	}
 	ctx := context.Background()
 	ws, err := tools.NewWorkspace(t.TempDir())
 	if err != nil {

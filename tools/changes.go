@@ -60,9 +60,7 @@ func (w *Workspace) abandonChanges(c changeWindow) {
 func (w *Workspace) changeTracker() changeTracker {
 	w.trackOnce.Do(func() {
 		if !w.snapshotsOnly {
-			if t := newChangeTracker(w.dir, w.root); t != nil {
-				w.tracker = t
-			}
+			w.tracker = newChangeTracker(w.dir, w.root)
 		}
 	})
 	return w.tracker

@@ -3,6 +3,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -207,7 +208,7 @@ func (t *inotifyTracker) parse(b []byte) {
 			return
 		}
 		name := b[unix.SizeofInotifyEvent : unix.SizeofInotifyEvent+nameLen]
-		if i := strings.IndexByte(string(name), 0); i >= 0 {
+		if i := bytes.IndexByte(name, 0); i >= 0 {
 			name = name[:i]
 		}
 		t.handle(wd, mask, string(name))

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/podbot/podbot/tools"
 )
 
@@ -48,11 +50,7 @@ func serve(ctx context.Context, opts serveOptions) error {
 		return err
 	}
 	defer ws.Close()
-	var mcpOpts []tools.MCPOption
-	if !opts.structured {
-		mcpOpts = append(mcpOpts, tools.TextResults())
-	}
-	server := tools.NewMCPServer(ws, version, mcpOpts...)
+	server := newServer(ws, opts)
 	// A polled stdin is closed promptly, so each request can be decoded on
 	// the SDK's own reading goroutine.
 	stdin, polled := pollable(os.Stdin)
@@ -62,6 +60,15 @@ func serve(ctx context.Context, opts serveOptions) error {
 		return nil // asked to stop
 	}
 	return err
+}
+
+// newServer is the MCP server serve runs over ws, as opts ask.
+func newServer(ws *tools.Workspace, opts serveOptions) *mcp.Server {
+	var mcpOpts []tools.MCPOption
+	if !opts.structured {
+		mcpOpts = append(mcpOpts, tools.TextResults())
+	}
+	return tools.NewMCPServer(ws, version, mcpOpts...)
 }
 
 // nopCloser keeps stdout open when the transport closes, as the standard
