@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/docker/docker/api/types/container"
@@ -158,9 +159,30 @@ func imageHint(err error, image string) error {
 
 // sidecarServeCommand is the command of the exec that carries a session's
 // MCP stream. The host reads each result's JSON text only (callSidecar),
-// so the sidecar leaves out the structured copy.
-func sidecarServeCommand() []string {
-	return []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp", "--structured=false"}
+// so the sidecar leaves out the structured copy. nanoCPUs is the
+// container's CPU limit as configured (0 the default, negative none); the
+// sidecar runs its Go code on as many CPUs as that limit rounds up to.
+func sidecarServeCommand(nanoCPUs int64) []string {
+	argv := []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp", "--structured=false"}
+	if procs := sidecarProcs(nanoCPUs); procs > 0 {
+		argv = append(argv, "--gomaxprocs", strconv.Itoa(procs))
+	}
+	return argv
+}
+
+// sidecarProcs is the GOMAXPROCS for a sidecar in a container with the
+// given CPU limit: the limit rounded up to whole CPUs, or 0 (Go's own
+// choice) without one.
+func sidecarProcs(nanoCPUs int64) int {
+	if nanoCPUs == 0 {
+		nanoCPUs = launchplan.ToolsNanoCPUs
+	}
+	if nanoCPUs < 0 {
+		return 0
+	}
+	const perCPU = 1_000_000_000
+	const most = 1024 // the most the sidecar accepts
+	return int(min((nanoCPUs+perCPU-1)/perCPU, most))
 }
 
 func (r *engineRuntime) attach(ctx context.Context, id string) (*stream, error) {
@@ -171,7 +193,7 @@ func (r *engineRuntime) attach(ctx context.Context, id string) (*stream, error) 
 		AttachStdout: true,
 		AttachStderr: true,
 		WorkingDir:   tools.WorkspaceName,
-		Cmd:          sidecarServeCommand(),
+		Cmd:          sidecarServeCommand(r.opts.NanoCPUs),
 	})
 	if err != nil {
 		return nil, engine.Classify("exec create", r.conn.Endpoint().String(), id, err)

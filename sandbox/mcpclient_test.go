@@ -32,12 +32,34 @@ func (r *recordingPipe) recorded() []string {
 	return append([]string(nil), r.lines...)
 }
 
+// TestSidecarServeCommandProcs checks the GOMAXPROCS the sidecar is given
+// for each CPU limit: the limit rounded up, the tools default (1 CPU) for
+// zero, and none (Go's own choice) without a limit.
+func TestSidecarServeCommandProcs(t *testing.T) {
+	for _, tt := range []struct {
+		nanoCPUs int64
+		want     string // the --gomaxprocs value, "" for no flag
+	}{
+		{0, "1"}, {250_000_000, "1"}, {1_000_000_000, "1"}, {1_000_000_001, "2"},
+		{2_000_000_000, "2"}, {16_500_000_000, "17"}, {1 << 62, "1024"}, {-1, ""},
+	} {
+		cmd := sidecarServeCommand(tt.nanoCPUs)
+		got := ""
+		if i := slices.Index(cmd, "--gomaxprocs"); i >= 0 && i+1 < len(cmd) {
+			got = cmd[i+1]
+		}
+		if got != tt.want {
+			t.Errorf("CPU limit %d: --gomaxprocs %q, want %q (command %q)", tt.nanoCPUs, got, tt.want, cmd)
+		}
+	}
+}
+
 // TestSidecarLinkIsLean checks what the host link puts on the wire: the
 // stateful protocol (no per-request _meta triple), and results read from
 // the JSON text of a server that sends nothing else, which is what the
 // sidecar is started to be.
 func TestSidecarLinkIsLean(t *testing.T) {
-	if cmd := sidecarServeCommand(); !slices.Contains(cmd, "--structured=false") {
+	if cmd := sidecarServeCommand(0); !slices.Contains(cmd, "--structured=false") {
 		t.Errorf("the sidecar is started with %q: it would send every result twice", cmd)
 	}
 	ctx := context.Background()

@@ -22,6 +22,9 @@ func TestRun(t *testing.T) {
 		{args: []string{"serve", "--nope"}, code: 2, stderr: "flag provided but not defined"},
 		{args: []string{"serve", "pos"}, code: 2, stderr: "no positional arguments"},
 		{args: []string{"serve", "--root", "/no/such/podbot/dir"}, code: 1, stderr: "workspace directory must exist"},
+		{args: []string{"serve", "--gomaxprocs", "-1"}, code: 2, stderr: "--gomaxprocs -1 is out of range"},
+		{args: []string{"serve", "--gomaxprocs", "5000"}, code: 2, stderr: "--gomaxprocs 5000 is out of range"},
+		{args: []string{"serve", "--gomaxprocs", "two"}, code: 2, stderr: "invalid value"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
@@ -42,8 +45,15 @@ func TestParseServe(t *testing.T) {
 	if err != nil || opts.root != "/workspace" || !opts.structured {
 		t.Fatalf("defaults = %+v, %v", opts, err)
 	}
+	if opts.procs != 0 {
+		t.Fatalf("default --gomaxprocs = %d, want 0 (Go's own choice)", opts.procs)
+	}
 	opts, err = parseServe([]string{"--structured=false"}, &errOut)
 	if err != nil || opts.structured {
 		t.Fatalf("--structured=false = %+v, %v", opts, err)
+	}
+	opts, err = parseServe([]string{"--gomaxprocs", "1"}, &errOut)
+	if err != nil || opts.procs != 1 {
+		t.Fatalf("--gomaxprocs 1 = %+v, %v", opts, err)
 	}
 }

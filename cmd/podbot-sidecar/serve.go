@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -15,11 +16,18 @@ import (
 // maxFrameBytes bounds one inbound MCP message; tool arguments are far smaller.
 const maxFrameBytes = 4 << 20
 
+// maxProcs bounds --gomaxprocs.
+const maxProcs = 1024
+
 // serveOptions are the flags of "serve".
 type serveOptions struct {
 	root       string
 	tmp        string
 	structured bool
+	// procs, when positive, is the sidecar's GOMAXPROCS. Go never picks
+	// fewer than 2 from a cgroup CPU limit; in a one-CPU sandbox a second
+	// P only adds a thread wake-up to every hand-off between goroutines.
+	procs int
 }
 
 func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
@@ -29,6 +37,7 @@ func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.StringVar(&opts.root, "root", tools.WorkspaceName, "workspace directory the tools operate on")
 	fs.StringVar(&opts.tmp, "tmp", os.TempDir(), "writable directory outside the workspace for staging")
 	fs.BoolVar(&opts.structured, "structured", true, "also return each result as structured content (podbot's host reads only the JSON text and passes --structured=false)")
+	fs.IntVar(&opts.procs, "gomaxprocs", 0, "run the sidecar's Go code on at most this many CPUs at once; 0 keeps Go's default (podbot passes the sandbox's CPU limit, rounded up); commands are not affected")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return opts, err
@@ -38,6 +47,9 @@ func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
 	if fs.NArg() > 0 {
 		return opts, fmt.Errorf("%w: serve takes no positional arguments (got %q)", errUsage, fs.Arg(0))
 	}
+	if opts.procs < 0 || opts.procs > maxProcs {
+		return opts, fmt.Errorf("%w: --gomaxprocs %d is out of range; give 0 (Go's default) to %d", errUsage, opts.procs, maxProcs)
+	}
 	return opts, nil
 }
 
@@ -45,6 +57,9 @@ func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
 // stream or ctx ends. Commands inherit the sidecar's environment, which
 // podbot set when it created the container.
 func serve(ctx context.Context, opts serveOptions) error {
+	if opts.procs > 0 {
+		runtime.GOMAXPROCS(opts.procs)
+	}
 	ws, err := tools.NewWorkspace(opts.root, tools.WithEnv(os.Environ()), tools.WithTempDir(opts.tmp))
 	if err != nil {
 		return err
