@@ -155,16 +155,24 @@ func contentDigest(base string) string {
 
 // buildContextTar is the build context: the Containerfile and the askpass helper.
 func buildContextTar() ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	files := []struct {
-		name string
-		data []byte
-		mode int64
-	}{
+	return contextTar([]contextFile{
 		{sandboximage.ContainerfileName, sandboximage.Containerfile, 0o644},
 		{sandboximage.AskpassContextName, tokendaemon.AskpassScript, 0o755},
-	}
+	})
+}
+
+// contextFile is one regular file of an image build context.
+type contextFile struct {
+	name string
+	data []byte
+	mode int64
+}
+
+// contextTar packs files into a build-context tar. Every entry has the
+// same (zero) modification time, so the same files give the same bytes.
+func contextTar(files []contextFile) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
 	for _, f := range files {
 		hdr := &tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
 		if err := tw.WriteHeader(hdr); err != nil {

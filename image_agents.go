@@ -1,7 +1,6 @@
 package podbot
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -210,35 +209,15 @@ func agentDigest(baseID string, agents []string, certs []caCert) string {
 
 // agentContextTar is the agent image's build context.
 func agentContextTar(certs []caCert) ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	files := []struct {
-		name string
-		data []byte
-	}{
-		{sandboximage.AgentsContainerfileName, sandboximage.AgentsContainerfile},
-		{sandboximage.NestedContainersConfName, sandboximage.NestedContainersConf},
-		{sandboximage.NestedStorageConfName, sandboximage.NestedStorageConf},
+	files := []contextFile{
+		{sandboximage.AgentsContainerfileName, sandboximage.AgentsContainerfile, 0o644},
+		{sandboximage.NestedContainersConfName, sandboximage.NestedContainersConf, 0o644},
+		{sandboximage.NestedStorageConfName, sandboximage.NestedStorageConf, 0o644},
 		// The ca/ directory always exists, so the COPY never fails.
-		{sandboximage.CADir + "/README", []byte("extra CA certificates podbot image build --ca-cert added\n")},
+		{sandboximage.CADir + "/README", []byte("extra CA certificates podbot image build --ca-cert added\n"), 0o644},
 	}
 	for _, c := range certs {
-		files = append(files, struct {
-			name string
-			data []byte
-		}{sandboximage.CADir + "/" + c.name, c.data})
+		files = append(files, contextFile{sandboximage.CADir + "/" + c.name, c.data, 0o644})
 	}
-	for _, f := range files {
-		hdr := &tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return contextTar(files)
 }
