@@ -66,8 +66,32 @@ func toolsAPIExec(ctx context.Context, e engineUnderTest, id string, argv ...str
 // returns a function that sends a line through it and waits for the echo:
 // the floor under any call over a long-lived exec stream.
 func toolsEchoStream(b *testing.B, ctx context.Context, e engineUnderTest, id string) func() error {
+	return toolsLineStream(b, ctx, e, id, "cat")
+}
+
+// toolsSpawnScript starts /usr/bin/true for every line it reads, waits for
+// it, and echoes the line: the least any server at the end of an exec
+// stream can do to run a program per request.
+const toolsSpawnScript = `import os, sys
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    os.waitpid(os.posix_spawn("/usr/bin/true", ["true"], {}), 0)
+    out.write(line)
+    out.flush()
+`
+
+// toolsSpawnEchoStream is toolsEchoStream with a program started per line
+// (toolsSpawnScript): the floor under shell_execute ["true"] over an exec
+// stream, the stream's hops and the spawn as they come in a round trip.
+func toolsSpawnEchoStream(b *testing.B, ctx context.Context, e engineUnderTest, id string) func() error {
+	return toolsLineStream(b, ctx, e, id, "python3", "-c", toolsSpawnScript)
+}
+
+// toolsLineStream opens one attached exec of argv in the container and
+// returns a function that sends a line to it and waits for one back.
+func toolsLineStream(b *testing.B, ctx context.Context, e engineUnderTest, id string, argv ...string) func() error {
 	b.Helper()
-	created, err := e.API.ContainerExecCreate(ctx, id, container.ExecOptions{AttachStdin: true, AttachStdout: true, AttachStderr: true, Cmd: []string{"cat"}})
+	created, err := e.API.ContainerExecCreate(ctx, id, container.ExecOptions{AttachStdin: true, AttachStdout: true, AttachStderr: true, Cmd: argv})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -154,8 +178,10 @@ type toolsRoundTrip struct {
 // session's conmon for five minutes and then cleans it up), which would
 // otherwise land on the next engine's sidecar calls. Within the sidecar
 // phase the calls alternate with a raw echo through an exec stream, their
-// floor; the spawn floor (starting /usr/bin/true in the container,
-// nothing else) is the floor under shell_execute.
+// floor, and with a line through a stream whose server starts
+// /usr/bin/true per line (stream-spawn), the floor under shell_execute
+// ["true"] in a round trip; the spawn floor (starting /usr/bin/true in a
+// tight loop in the container, nothing else) is the bare cost of a spawn.
 func BenchmarkToolsRoundTrip(b *testing.B) {
 	measured := map[string]toolsRoundTrip{}
 	for _, e := range suite.engines {
@@ -179,8 +205,12 @@ func toolsSidecarPhase(b *testing.B, e engineUnderTest) toolsRoundTrip {
 	shellArgs := json.RawMessage(`{"command":["true"]}`)
 	readArgs := json.RawMessage(`{"file_path":"kib.txt"}`)
 	echo := toolsEchoStream(b, ctx, e, s.Info().ContainerID)
+	spawnEcho := toolsSpawnEchoStream(b, ctx, e, s.Info().ContainerID)
+	if err := spawnEcho(); err != nil { // python3 has started
+		b.Fatal(err)
+	}
 	spawnFloor := toolsSpawnFloor(b, ctx, s)
-	var shellT, readT, echoT []time.Duration
+	var shellT, readT, echoT, spawnEchoT []time.Duration
 	cpu0, _ := toolsSidecarUsage(b, ctx, s)
 	b.ResetTimer()
 	for range b.N {
@@ -196,7 +226,12 @@ func toolsSidecarPhase(b *testing.B, e engineUnderTest) toolsRoundTrip {
 		if err := echo(); err != nil {
 			b.Fatal(err)
 		}
-		shellT, readT, echoT = append(shellT, t1.Sub(t0)), append(readT, t2.Sub(t1)), append(echoT, time.Since(t2))
+		t3 := time.Now()
+		if err := spawnEcho(); err != nil {
+			b.Fatal(err)
+		}
+		shellT, readT, echoT = append(shellT, t1.Sub(t0)), append(readT, t2.Sub(t1)), append(echoT, t3.Sub(t2))
+		spawnEchoT = append(spawnEchoT, time.Since(t3))
 	}
 	b.StopTimer()
 	cpu1, _ := toolsSidecarUsage(b, ctx, s)
@@ -215,6 +250,9 @@ func toolsSidecarPhase(b *testing.B, e engineUnderTest) toolsRoundTrip {
 	b.ReportMetric(toolsMS(toolsPercentile(echoT, 50)), "stream-echo-p50-ms")
 	b.ReportMetric(toolsMS(spawnFloor), "spawn-floor-p50-ms")
 	b.ReportMetric(toolsMS(m.shell50-spawnFloor), "shell-over-spawn-floor-ms")
+	spawnEcho50 := toolsPercentile(spawnEchoT, 50)
+	b.ReportMetric(toolsMS(spawnEcho50), "stream-spawn-p50-ms")
+	b.ReportMetric(toolsMS(m.shell50-spawnEcho50), "shell-over-stream-spawn-ms")
 	b.ReportMetric(toolsMS(toolsShellInLargeWorkspace(b, ctx, s, shellArgs)), "shell-20k-files-p50-ms")
 	return m
 }
