@@ -239,14 +239,36 @@ func decodeLine(line []byte) (jsonrpc.Message, error) {
 		return nil, malformed(errors.New("a response without an id"))
 	}
 	resp := &jsonrpc.Response{ID: id, Result: fields["result"]}
-	var wireErr *jsonrpc.Error
-	if err := unmarshalField(fields, "error", &wireErr); err != nil {
+	wireErr, err := decodeWireError(fields)
+	if err != nil {
 		return nil, err
 	}
 	if wireErr != nil {
 		resp.Error = wireErr
 	}
 	return resp, nil
+}
+
+// decodeWireError decodes a response's "error" object, nil when it is
+// absent or null. Its keys match exactly, as the SDK's do: decoded into
+// the struct directly, encoding/json would also take "Code" for "code".
+func decodeWireError(fields map[string]json.RawMessage) (*jsonrpc.Error, error) {
+	var obj map[string]json.RawMessage
+	if err := unmarshalField(fields, "error", &obj); err != nil || obj == nil {
+		return nil, err
+	}
+	e := &jsonrpc.Error{}
+	for _, f := range []struct {
+		key string
+		dst any
+	}{{"code", &e.Code}, {"message", &e.Message}, {"data", &e.Data}} {
+		if raw, ok := obj[f.key]; ok {
+			if err := json.Unmarshal(raw, f.dst); err != nil {
+				return nil, malformed(fmt.Errorf("field \"error.%s\": %w", f.key, err))
+			}
+		}
+	}
+	return e, nil
 }
 
 // unmarshalField decodes fields[key] into v, when present.

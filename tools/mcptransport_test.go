@@ -441,6 +441,8 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1.5,"method":"ping","params":null}`,
 		`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":4,"method":7}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"Code":7,"Message":"x","code":-1}}`,
+		`{"jsonrpc":"2.0","id":3,"error":null}`,
 	} {
 		f.Add([]byte(s))
 	}
