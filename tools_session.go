@@ -134,6 +134,7 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 		PidsLimit:         unlimitedIfZero(t.PidsLimit),
 		MemoryBytes:       unlimitedIfZero(t.Memory.Bytes()),
 		NanoCPUs:          unlimitedIfZero(int64(math.Round(t.CPUs * 1e9))),
+		CPUSet:            t.CPUSet,
 		ReadOnlyRootfs:    &ro,
 		IdleTimeout:       t.IdleTimeout,
 		MaxUptime:         t.MaxUptime,

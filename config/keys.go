@@ -110,6 +110,7 @@ func keyTable() []keyDef {
 		{"tools.shell_timeout", TypeDuration, false, 30 * time.Second, "Default shell_execute timeout (1s to 120s).", func(c *Config) any { return &c.Tools.ShellTimeout }},
 		{"tools.memory", TypeSize, false, 1 * GiB, "Memory limit of a tool-session container. 0: no limit.", func(c *Config) any { return &c.Tools.Memory }},
 		{"tools.cpus", TypeFloat, false, 1.0, "CPU limit of a tool-session container. 0: no limit.", func(c *Config) any { return &c.Tools.CPUs }},
+		{"tools.cpuset", TypeString, false, "auto", "CPUs of a tool-session container: auto (pin to as many CPUs as tools.cpus rounds up to, where the fewest podbot sessions are pinned), none, or a CPU list such as 0-1.", func(c *Config) any { return &c.Tools.CPUSet }},
 		{"tools.pids_limit", TypeInt, false, int64(512), "Maximum processes in a tool-session container. 0: no limit.", func(c *Config) any { return &c.Tools.PidsLimit }},
 		{"tools.network", TypeString, false, "none", "Network of a tool-session container: none, bridge or a named network.", func(c *Config) any { return &c.Tools.Network }},
 		{"tools.user", TypeString, false, "65534:65534", "User[:group] tools run as.", func(c *Config) any { return &c.Tools.User }},

@@ -188,6 +188,9 @@ type Tools struct {
 	Memory ByteSize
 	// CPUs caps a session container's CPU time (tools.cpus).
 	CPUs float64
+	// CPUSet places a session container on CPUs: auto, none or a CPU list
+	// (tools.cpuset).
+	CPUSet string
 	// PidsLimit caps a session container's processes (tools.pids_limit).
 	PidsLimit int64
 	// Network is the session container's network (tools.network).

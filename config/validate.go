@@ -155,6 +155,17 @@ func (v *validator) cpus(key string, n float64) {
 	}
 }
 
+// cpuSet checks the shape of a CPU placement: auto, none or a CPU list of
+// digits, commas and dashes. The session that uses it parses the list.
+func (v *validator) cpuSet(key, s string) {
+	if s == "auto" || s == "none" {
+		return
+	}
+	if s == "" || len(s) > 1024 || strings.Trim(s, "0123456789,-") != "" {
+		v.add(key, errdefs.ErrInvalidValue, "got %q; expected auto, none or a CPU list such as 0-1,3", s)
+	}
+}
+
 func (v *validator) pids(key string, n int64) {
 	if n < 0 {
 		v.add(key, errdefs.ErrInvalidValue, "got %d; expected 0 (no limit) or a positive number", n)
@@ -303,6 +314,7 @@ func (t Tools) validate(v *validator) {
 	}
 	v.memory("tools.memory", t.Memory)
 	v.cpus("tools.cpus", t.CPUs)
+	v.cpuSet("tools.cpuset", t.CPUSet)
 	v.pids("tools.pids_limit", t.PidsLimit)
 	v.network("tools.network", t.Network)
 	v.user("tools.user", t.User)

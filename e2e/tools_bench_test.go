@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/sandbox"
 	"github.com/podbot/podbot/tools"
 )
@@ -259,8 +260,36 @@ func toolsSidecarPhase(b *testing.B, e engineUnderTest) toolsRoundTrip {
 	m.spawnStream50 = toolsPercentile(spawnEchoT, 50)
 	b.ReportMetric(toolsMS(m.spawnStream50), "stream-spawn-p50-ms")
 	b.ReportMetric(toolsMS(m.shell50-m.spawnStream50), "shell-over-stream-spawn-ms")
+	pinned50, unpinned50 := toolsShellUnpinned(b, ctx, e, s, shellArgs)
+	b.ReportMetric(toolsMS(unpinned50), "shell-unpinned-p50-ms")
+	b.ReportMetric(float64(unpinned50)/float64(pinned50), "x-unpinned/pinned")
 	b.ReportMetric(toolsMS(toolsShellInLargeWorkspace(b, ctx, s, shellArgs)), "shell-20k-files-p50-ms")
 	return m
+}
+
+// toolsShellUnpinned times shell_execute ["true"] in s (placed by
+// tools.cpuset = auto) and in a session with tools.cpuset = none, calls
+// alternating between the two, and returns both p50s. On a host with more
+// CPUs than the sessions' limit, s is pinned to one CPU.
+func toolsShellUnpinned(b *testing.B, ctx context.Context, e engineUnderTest, s sandbox.Session, shellArgs json.RawMessage) (pinned, unpinned time.Duration) {
+	b.Helper()
+	free, _ := toolSession(b, ctx, e, func(c *config.Config) { c.Tools.CPUSet = "none" }, nil)
+	var pinnedT, freeT []time.Duration
+	for i := range 101 {
+		for _, t := range []struct {
+			s   sandbox.Session
+			out *[]time.Duration
+		}{{s, &pinnedT}, {free, &freeT}} {
+			t0 := time.Now()
+			if _, err := t.s.Call(ctx, tools.ShellExecuteTool, shellArgs); err != nil {
+				b.Fatal(err)
+			}
+			if i > 0 { // the first call starts the unpinned container
+				*t.out = append(*t.out, time.Since(t0))
+			}
+		}
+	}
+	return toolsPercentile(pinnedT, 50), toolsPercentile(freeT, 50)
 }
 
 // toolsShellInLargeWorkspace fills the session's workspace with 20,000

@@ -244,7 +244,7 @@ func TestNormalizeSandboxOverrides(t *testing.T) {
 	}{
 		{name: "limits and user", sb: Sandbox{PidsLimit: 64, MemoryBytes: 512 << 20, NanoCPUs: 5e8, User: "1000:1000"},
 			check: func(t *testing.T, p Plan) {
-				if p.Resources != (Resources{64, 512 << 20, 5e8}) || p.User != "1000:1000" {
+				if p.Resources != (Resources{PidsLimit: 64, MemoryBytes: 512 << 20, NanoCPUs: 5e8}) || p.User != "1000:1000" {
 					t.Errorf("resources=%+v user=%q", p.Resources, p.User)
 				}
 			}},

@@ -30,6 +30,9 @@ type Resources struct {
 	MemoryBytes int64
 	// NanoCPUs caps CPU in units of 1e-9 CPUs.
 	NanoCPUs int64
+	// CPUSet pins the container to these CPUs (a CPU list such as "0-1");
+	// empty leaves it free to run on any (WithCPUSet).
+	CPUSet string
 }
 
 // Security holds the container's privilege controls.

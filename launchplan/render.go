@@ -68,6 +68,7 @@ func (p Plan) Render() (*container.Config, *container.HostConfig, *network.Netwo
 	}
 	hc.Memory = p.Resources.MemoryBytes
 	hc.NanoCPUs = p.Resources.NanoCPUs
+	hc.CpusetCpus = p.Resources.CPUSet
 	for _, m := range p.Mounts {
 		hc.Mounts = append(hc.Mounts, mount.Mount{
 			Type:        mount.TypeBind,

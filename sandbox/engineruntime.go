@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,12 +31,17 @@ type engineRuntime struct {
 	opts    ContainerOptions
 	sidecar string // canonical host path
 	user    string
+	// hostCPUs lists the CPUs an automatic placement chooses from.
+	hostCPUs func() []int
 }
 
 func newEngineRuntime(conn *engine.Conn, opts ContainerOptions) (*engineRuntime, error) {
 	if conn == nil {
 		return nil, &errdefs.ConfigError{Key: "engine_socket", Reason: errdefs.ErrMissingRequired,
 			Msg: "the container backend needs an engine connection"}
+	}
+	if err := checkCPUSet(opts.CPUSet); err != nil {
+		return nil, err
 	}
 	sidecar, err := CanonicalSidecar(opts.SidecarPath)
 	if err != nil {
@@ -45,7 +51,7 @@ func newEngineRuntime(conn *engine.Conn, opts ContainerOptions) (*engineRuntime,
 	if user == "" {
 		user = launchplan.ToolsUser
 	}
-	return &engineRuntime{conn: conn, opts: opts, sidecar: sidecar, user: user}, nil
+	return &engineRuntime{conn: conn, opts: opts, sidecar: sidecar, user: user, hostCPUs: availableCPUs}, nil
 }
 
 // CanonicalSidecar resolves the host's podbot-sidecar path (absolute, symlinks
@@ -72,8 +78,9 @@ func CanonicalSidecar(p string) (string, error) {
 	return abs, nil
 }
 
-// plan builds the hardened launch plan of one session container.
-func (r *engineRuntime) plan(spec containerSpec) (launchplan.Plan, error) {
+// plan builds the hardened launch plan of one session container, pinned
+// to the CPUs of cpus (a CPU list) unless it is empty.
+func (r *engineRuntime) plan(spec containerSpec, cpus string) (launchplan.Plan, error) {
 	o := r.opts
 	ro := o.ReadOnlyRootfs
 	if ro == nil {
@@ -99,7 +106,7 @@ func (r *engineRuntime) plan(spec containerSpec) (launchplan.Plan, error) {
 	if err != nil {
 		return plan, err
 	}
-	err = plan.Apply(WithSidecarMount(r.sidecar), withExecTmp(*ro))
+	err = plan.Apply(WithSidecarMount(r.sidecar), withExecTmp(*ro), launchplan.WithCPUSet(cpus))
 	return plan, err
 }
 
@@ -130,7 +137,8 @@ func withExecTmp(readOnly bool) launchplan.Option {
 }
 
 func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedContainer, error) {
-	plan, err := r.plan(spec)
+	where := r.place(ctx, spec.name)
+	plan, err := r.plan(spec, where.cpus)
 	if err != nil {
 		return startedContainer{}, err
 	}
@@ -139,10 +147,30 @@ func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedC
 	}
 	cfg, hc, nc := plan.Render()
 	id, err := r.conn.CreateAndStart(ctx, plan.Name, cfg, hc, nc)
+	if err != nil && where.auto && ctx.Err() == nil {
+		// The engine may be confined to fewer CPUs than podbot sees (a
+		// cpuset of its own): a CPU podbot chose by itself is no reason
+		// to fail the call, so the container starts unpinned instead.
+		r.logger().Info("tool-session container could not be pinned; starting it unpinned",
+			"container", plan.Name, "cpuset", where.cpus, "error", err)
+		if plan, err = r.plan(spec, ""); err != nil {
+			return startedContainer{}, err
+		}
+		cfg, hc, nc = plan.Render()
+		id, err = r.conn.CreateAndStart(ctx, plan.Name, cfg, hc, nc)
+	}
 	if err != nil {
 		return startedContainer{}, err
 	}
 	return startedContainer{id: id, name: plan.Name}, nil
+}
+
+// logger is the session's diagnostics logger, or one that discards.
+func (r *engineRuntime) logger() *slog.Logger {
+	if r.opts.Logger != nil {
+		return r.opts.Logger
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // imageHint makes a missing tool image say how to get one.

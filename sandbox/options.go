@@ -51,6 +51,13 @@ type ContainerOptions struct {
 	// PidsLimit, MemoryBytes and NanoCPUs are the container's limits; zero
 	// selects the default (512, 1 GiB, 1 CPU), a negative value none.
 	PidsLimit, MemoryBytes, NanoCPUs int64
+	// CPUSet places the container on CPUs: CPUSetAuto (also the empty
+	// string) pins it to as many CPUs as its CPU limit rounds up to when
+	// that is fewer than the host has, CPUSetNone never pins, and a CPU
+	// list such as "0-1" pins it there. A pinned session's commands start
+	// on the CPU its sidecar runs on, which makes a short command's round
+	// trip cheaper, and nproc inside reports the pinned CPUs.
+	CPUSet string
 	// ReadOnlyRootfs, when set, overrides the read-only root (default true).
 	ReadOnlyRootfs *bool
 	// IdleTimeout removes the container after this long without a call
