@@ -5,6 +5,7 @@ package tools
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,10 +18,12 @@ import (
 const readBuffer = 32 << 10
 
 // run starts spec.argv in its own process group and supervises it from the
-// calling goroutine alone: one poll(2) loop feeds stdin, drains stdout and
+// calling goroutine alone: one event loop feeds stdin, drains stdout and
 // stderr, watches the process through a pidfd and enforces the timeout. No
 // goroutine per stream and no hand-offs between them: on a one-CPU sandbox
-// those are a measurable share of a short command's cost.
+// those are a measurable share of a short command's cost. The loop waits
+// in Go's network poller (eventSet), so its thread is free while the
+// command runs.
 //
 // On timeout the group gets SIGTERM, then SIGKILL after KillGrace. When the
 // command exits, whatever is left of its group is killed, so no child
@@ -83,6 +86,7 @@ type supervisor struct {
 	stderr     int         // our end of the command's stderr, or -1
 	stdinLeft  []byte
 	wake       int // eventfd: ctx ended or (without pidfd) the process exited
+	events     *eventSet
 	outBuf     cappedBuffer
 	errBuf     cappedBuffer
 	exitedAt   time.Time
@@ -120,6 +124,14 @@ func newSupervisor(spec runSpec, null *os.File) (*supervisor, error) {
 	if s.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return fail("eventfd", err)
 	}
+	if s.events, err = newEventSet(); err != nil {
+		return fail("epoll", err)
+	}
+	err = errors.Join(s.events.add(s.stdout, unix.EPOLLIN), s.events.add(s.stderr, unix.EPOLLIN),
+		s.events.add(s.stdin, unix.EPOLLOUT), s.events.add(s.wake, unix.EPOLLIN))
+	if err != nil {
+		return fail("epoll", err)
+	}
 	return s, nil
 }
 
@@ -154,11 +166,26 @@ func (s *supervisor) closeChildEnds() {
 	}
 }
 
-// close releases podbot's ends.
+// close releases podbot's ends and the event set.
 func (s *supervisor) close() {
 	for _, fd := range []*int{&s.stdin, &s.stdout, &s.stderr, &s.wake} {
-		closeFD(fd)
+		s.closeWatched(fd)
 	}
+	if s.events != nil {
+		s.events.close()
+		s.events = nil
+	}
+}
+
+// closeWatched stops watching *fd and closes it. The watch is removed
+// first: a command starting concurrently elsewhere in the process may
+// briefly hold a copy of the descriptor (until its exec), which would
+// keep a closed one in the set.
+func (s *supervisor) closeWatched(fd *int) {
+	if s.events != nil {
+		s.events.remove(*fd)
+	}
+	closeFD(fd)
 }
 
 func closeFD(fd *int) {
@@ -168,7 +195,7 @@ func closeFD(fd *int) {
 	}
 }
 
-// supervise runs the poll loop until the command has exited and its output
+// supervise runs the event loop until the command has exited and its output
 // is drained (or the drain grace is over), and reports what it produced.
 func (s *supervisor) supervise(ctx context.Context, proc *os.Process, deadline time.Time) (runOutput, error) {
 	pid := proc.Pid
@@ -196,6 +223,12 @@ func (s *supervisor) supervise(ctx context.Context, proc *os.Process, deadline t
 		defer func() { <-rung }()
 	} else {
 		defer unix.Close(exitFD)
+		if err := s.events.add(exitFD, unix.EPOLLIN); err != nil {
+			_ = signalGroup(pid, sigKill)
+			_, _ = proc.Wait()
+			s.exitedAt = time.Now()
+			return runOutput{}, fmt.Errorf("supervise %s: epoll: %w", filepath.Base(s.spec.argv[0]), err)
+		}
 	}
 	ctxRung := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() { ring(wakeFD); close(ctxRung) })
@@ -214,14 +247,14 @@ func (s *supervisor) supervise(ctx context.Context, proc *os.Process, deadline t
 		killAt    time.Time // when SIGKILL follows SIGTERM
 		drainEnd  time.Time // after exit: when to stop waiting for output
 		buf       = make([]byte, readBuffer)
-		fds       = make([]unix.PollFd, 0, 5)
 		cancelled = ctx.Done()
 	)
 	onExit := func(st *os.ProcessState, err error) {
 		exited, state, waitErr = true, st, err
 		s.exitedAt = time.Now()
 		drainEnd = s.exitedAt.Add(KillGrace)
-		closeFD(&s.stdin)
+		s.closeWatched(&s.stdin)
+		s.events.remove(exitFD) // readable from now on: no longer news
 	}
 	for {
 		if exited && s.stdout < 0 && s.stderr < 0 {
@@ -243,14 +276,6 @@ func (s *supervisor) supervise(ctx context.Context, proc *os.Process, deadline t
 			break
 		}
 
-		fds = fds[:0]
-		fds = appendPoll(fds, s.stdout, unix.POLLIN)
-		fds = appendPoll(fds, s.stderr, unix.POLLIN)
-		fds = appendPoll(fds, s.stdin, unix.POLLOUT)
-		fds = appendPoll(fds, s.wake, unix.POLLIN)
-		if !exited {
-			fds = appendPoll(fds, exitFD, unix.POLLIN)
-		}
 		next := drainEnd
 		switch {
 		case !exited && !stopping:
@@ -260,7 +285,8 @@ func (s *supervisor) supervise(ctx context.Context, proc *os.Process, deadline t
 		case !exited:
 			next = time.Time{} // SIGKILL sent: wait for the exit itself
 		}
-		if _, err := unix.Poll(fds, pollTimeout(next)); err != nil && err != unix.EINTR {
+		ready, err := s.events.wait(next)
+		if err != nil {
 			_ = signalGroup(pid, sigKill)
 			switch {
 			case exited:
@@ -271,13 +297,10 @@ func (s *supervisor) supervise(ctx context.Context, proc *os.Process, deadline t
 				st, werr := proc.Wait()
 				onExit(st, werr)
 			}
-			return out, fmt.Errorf("supervise %s: poll: %w", filepath.Base(s.spec.argv[0]), err)
+			return out, fmt.Errorf("supervise %s: wait for events: %w", filepath.Base(s.spec.argv[0]), err)
 		}
-		for _, p := range fds {
-			if p.Revents == 0 {
-				continue
-			}
-			switch int(p.Fd) {
+		for _, ev := range ready {
+			switch int(ev.Fd) {
 			case s.stdout:
 				s.drain(&s.stdout, &s.outBuf, buf)
 			case s.stderr:
@@ -288,6 +311,9 @@ func (s *supervisor) supervise(ctx context.Context, proc *os.Process, deadline t
 				var b [8]byte
 				_, _ = unix.Read(s.wake, b[:])
 			case exitFD:
+				if exited {
+					continue // reported twice in one batch
+				}
 				// Exited, not yet reaped: its group id cannot have been
 				// reused, so the leftovers can be killed safely.
 				_ = signalGroup(pid, sigKill)
@@ -337,7 +363,7 @@ func (s *supervisor) drain(fd *int, dst *cappedBuffer, buf []byte) {
 		if err == unix.EAGAIN || err == unix.EINTR {
 			return
 		}
-		closeFD(fd) // EOF (n == 0) or a read error
+		s.closeWatched(fd) // EOF (n == 0) or a read error
 		return
 	}
 }
@@ -357,30 +383,10 @@ func (s *supervisor) feed() {
 		break // EPIPE: the command does not read its input
 	}
 	s.stdinLeft = nil
-	closeFD(&s.stdin)
+	s.closeWatched(&s.stdin)
 }
 
-func appendPoll(fds []unix.PollFd, fd int, events int16) []unix.PollFd {
-	if fd < 0 {
-		return fds
-	}
-	return append(fds, unix.PollFd{Fd: int32(fd), Events: events})
-}
-
-// pollTimeout is the poll(2) timeout until t in whole milliseconds,
-// rounded up; -1 (no timeout) for the zero time.
-func pollTimeout(t time.Time) int {
-	if t.IsZero() {
-		return -1
-	}
-	d := time.Until(t)
-	if d <= 0 {
-		return 0
-	}
-	return int((d + time.Millisecond - 1) / time.Millisecond)
-}
-
-// ring wakes the poll loop: it adds one to the eventfd's counter.
+// ring wakes the event loop: it adds one to the eventfd's counter.
 func ring(fd int) {
 	var one [8]byte
 	binary.NativeEndian.PutUint64(one[:], 1)

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// TestRunSupervisor drives the poll-loop runner directly, with the pidfd
+// TestRunSupervisor drives the event-loop runner directly, with the pidfd
 // and with the thread that stands in for it where pidfd_open is refused.
 func TestRunSupervisor(t *testing.T) {
 	big := strings.Repeat("0123456789abcdef", 12<<10) // 192 KiB: more than a pipe holds
