@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/engine"
@@ -18,7 +21,8 @@ import (
 
 // TestToolsSessionsPinnedApart shows automatic CPU placement on a real
 // engine: a one-CPU session is pinned to one CPU (nproc inside says 1), a
-// second session alive at the same time takes another CPU, and
+// second session alive at the same time takes a CPU the fewest podbot
+// containers hold (on an otherwise idle engine, not the first one's), and
 // tools.cpuset = none leaves a session free to run anywhere.
 func TestToolsSessionsPinnedApart(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
@@ -29,7 +33,9 @@ func TestToolsSessionsPinnedApart(t *testing.T) {
 		second, _ := toolSession(t, ctx, e, nil, nil)
 		free, _ := toolSession(t, ctx, e, func(c *config.Config) { c.Tools.CPUSet = "none" }, nil)
 
+		used := pinnedUsage(t, ctx, conn) // podbot containers this test did not start
 		a := sessionCPUSet(t, ctx, conn, first)
+		used[a]++
 		b := sessionCPUSet(t, ctx, conn, second)
 		if !pinned {
 			if a != "" || b != "" {
@@ -41,8 +47,12 @@ func TestToolsSessionsPinnedApart(t *testing.T) {
 					t.Errorf("session pinned to %q, want one CPU of this host", got)
 				}
 			}
-			if a == b {
-				t.Errorf("two live sessions both pinned to CPU %s", a)
+			least := used["0"]
+			for cpu := range runtime.NumCPU() {
+				least = min(least, used[strconv.Itoa(cpu)])
+			}
+			if used[b] != least {
+				t.Errorf("second session pinned to CPU %s, which %d podbot containers hold; some CPU holds %d (%v)", b, used[b], least, used)
 			}
 			if got := nproc(t, ctx, first); got != "1" {
 				t.Errorf("nproc in a pinned one-CPU session = %q, want 1", got)
@@ -72,6 +82,21 @@ func sessionCPUSet(t *testing.T, ctx context.Context, conn *engine.Conn, s podbo
 		t.Errorf("label %s=%q but the engine pinned %q", launchplan.LabelCPUSet, label, info.HostConfig.CpusetCpus)
 	}
 	return info.HostConfig.CpusetCpus
+}
+
+// pinnedUsage counts the running containers pinned to each single CPU, by
+// the label podbot sets.
+func pinnedUsage(t *testing.T, ctx context.Context, conn *engine.Conn) map[string]int {
+	t.Helper()
+	list, err := conn.API().ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", launchplan.LabelCPUSet))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]int{}
+	for _, c := range list {
+		used[c.Labels[launchplan.LabelCPUSet]]++
+	}
+	return used
 }
 
 func nproc(t *testing.T, ctx context.Context, s podbot.ToolSession) string {
