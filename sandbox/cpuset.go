@@ -47,8 +47,9 @@ type placement struct {
 }
 
 // place decides the CPUs of a new session container. An auto placement
-// that cannot see the host's CPUs or podbot's running containers leaves
-// the container unpinned rather than failing the call.
+// that cannot see the host's CPUs or podbot's running containers, or that
+// the engine refused before, leaves the container unpinned rather than
+// failing the call.
 func (r *engineRuntime) place(ctx context.Context, name string) placement {
 	switch r.opts.CPUSet {
 	case CPUSetNone:
@@ -56,6 +57,9 @@ func (r *engineRuntime) place(ctx context.Context, name string) placement {
 	case "", CPUSetAuto:
 	default:
 		return placement{cpus: r.opts.CPUSet}
+	}
+	if r.pinRefused.Load() {
+		return placement{}
 	}
 	want := sidecarProcs(r.opts.NanoCPUs)
 	avail := r.hostCPUs()

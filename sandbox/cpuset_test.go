@@ -173,6 +173,14 @@ func TestStartUnpinnedWhenTheEngineRefusesItsChoice(t *testing.T) {
 	if len(f.creates) != 2 || f.creates[0] == "" || f.creates[1] != "" {
 		t.Errorf("creates with cpusets %q, want one pinned then one unpinned", f.creates)
 	}
+	// The next container of the session (after a recreation) does not try
+	// again.
+	if _, err := rt.start(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.creates) != 3 || f.creates[2] != "" {
+		t.Errorf("creates with cpusets %q, want the third unpinned at once", f.creates)
+	}
 
 	// A list the operator configured is not second-guessed: the refusal
 	// is the answer.

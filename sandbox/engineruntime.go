@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/docker/docker/api/types/container"
 
@@ -33,6 +34,9 @@ type engineRuntime struct {
 	user    string
 	// hostCPUs lists the CPUs an automatic placement chooses from.
 	hostCPUs func() []int
+	// pinRefused is set once the engine refused a CPU placement podbot
+	// chose by itself: later containers start unpinned at once.
+	pinRefused atomic.Bool
 }
 
 func newEngineRuntime(conn *engine.Conn, opts ContainerOptions) (*engineRuntime, error) {
@@ -151,8 +155,9 @@ func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedC
 		// The engine may be confined to fewer CPUs than podbot sees (a
 		// cpuset of its own): a CPU podbot chose by itself is no reason
 		// to fail the call, so the container starts unpinned instead.
-		r.logger().Info("tool-session container could not be pinned; starting it unpinned",
+		r.logger().Info("tool-session container could not be pinned; starting it and later ones unpinned",
 			"container", plan.Name, "cpuset", where.cpus, "error", err)
+		r.pinRefused.Store(true)
 		if plan, err = r.plan(spec, ""); err != nil {
 			return startedContainer{}, err
 		}
