@@ -68,7 +68,8 @@ func TestToolsSessionsPinnedApart(t *testing.T) {
 }
 
 // sessionCPUSet starts s's container (one call) and returns the CPUs the
-// engine says it is pinned to, checking the label records the same.
+// engine says it is pinned to, checking that the label and the session's
+// Info say the same.
 func sessionCPUSet(t *testing.T, ctx context.Context, conn *engine.Conn, s podbot.ToolSession) string {
 	t.Helper()
 	if _, err := shellCall(ctx, s, 0, "true"); err != nil {
@@ -80,6 +81,9 @@ func sessionCPUSet(t *testing.T, ctx context.Context, conn *engine.Conn, s podbo
 	}
 	if label := info.Config.Labels[launchplan.LabelCPUSet]; label != info.HostConfig.CpusetCpus {
 		t.Errorf("label %s=%q but the engine pinned %q", launchplan.LabelCPUSet, label, info.HostConfig.CpusetCpus)
+	}
+	if got := s.Info().CPUSet; got != info.HostConfig.CpusetCpus {
+		t.Errorf("session info says cpuset %q but the engine pinned %q", got, info.HostConfig.CpusetCpus)
 	}
 	return info.HostConfig.CpusetCpus
 }

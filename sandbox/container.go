@@ -57,6 +57,7 @@ type Container struct {
 // live is one running container with its sidecar session.
 type live struct {
 	id, name  string
+	cpus      string
 	st        *stream
 	cs        *mcp.ClientSession
 	startedAt time.Time
@@ -113,7 +114,7 @@ func (s *Container) Info() Info {
 	defer s.life.Unlock()
 	in := Info{ID: s.id, Backend: BackendContainer, WorkspaceDir: s.ws, Recreations: s.recreations}
 	if s.cur != nil {
-		in.ContainerID, in.ContainerName, in.StartedAt = s.cur.id, s.cur.name, s.cur.startedAt
+		in.ContainerID, in.ContainerName, in.StartedAt, in.CPUSet = s.cur.id, s.cur.name, s.cur.startedAt, s.cur.cpus
 	}
 	if n := s.lastUsed.Load(); n != 0 {
 		in.LastUsedAt = time.Unix(0, n)
@@ -221,7 +222,7 @@ func (s *Container) recoverLocked(ctx context.Context) error {
 		if err == nil {
 			var cs *mcp.ClientSession
 			if cs, err = connectSidecar(ctx, st, s.copts.Version, old.name); err == nil {
-				s.cur = &live{id: old.id, name: old.name, st: st, cs: cs, startedAt: old.startedAt}
+				s.cur = &live{id: old.id, name: old.name, cpus: old.cpus, st: st, cs: cs, startedAt: old.startedAt}
 				s.armTimersLocked(s.cur)
 				s.lifecycle(EventReconnected, old.name, 0)
 				return nil
@@ -275,7 +276,7 @@ func (s *Container) startLocked(ctx context.Context, afterFailure bool) error {
 	if err != nil {
 		return fail(err)
 	}
-	lc := &live{id: sc.id, name: sc.name, st: st, cs: cs, startedAt: s.now()}
+	lc := &live{id: sc.id, name: sc.name, cpus: sc.cpus, st: st, cs: cs, startedAt: s.now()}
 	s.cur = lc
 	s.armTimersLocked(lc)
 	s.lifecycle(EventStarted, sc.name, s.now().Sub(t0))

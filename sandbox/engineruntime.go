@@ -167,7 +167,7 @@ func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedC
 	if err != nil {
 		return startedContainer{}, err
 	}
-	return startedContainer{id: id, name: plan.Name}, nil
+	return startedContainer{id: id, name: plan.Name, cpus: plan.Resources.CPUSet}, nil
 }
 
 // logger is the session's diagnostics logger, or one that discards.

@@ -31,6 +31,7 @@ type containerSpec struct {
 // startedContainer identifies a started container.
 type startedContainer struct {
 	id, name string
+	cpus     string // the CPUs it is pinned to, or ""
 }
 
 // stream is one attached exec running the sidecar's MCP server.

@@ -54,6 +54,9 @@ type Info struct {
 	// the unsafe local backend.
 	ContainerID   string `json:"container_id,omitempty"`
 	ContainerName string `json:"container_name,omitempty"`
+	// CPUSet lists the CPUs the current container is pinned to ("1",
+	// "0-1"); empty when it is not pinned (see ContainerOptions.CPUSet).
+	CPUSet string `json:"cpuset,omitempty"`
 	// StartedAt is when the current container (or local workspace) started;
 	// zero when none runs.
 	StartedAt time.Time `json:"started_at,omitzero"`
