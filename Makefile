@@ -97,13 +97,7 @@ bench: build engines peers image
 
 ## fuzz: a short run of every fuzz target
 fuzz:
-	@set -e; for pkg in $(GO_PKGS); do \
-	  dir=$$(go list -f '{{.Dir}}' $$pkg); \
-	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
-	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    out=$$(go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
-	  done; \
-	done
+	@scripts/fuzz.sh $(FUZZTIME) $(GO_PKGS)
 
 clean:
 	rm -rf $(BIN)
