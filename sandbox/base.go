@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"regexp"
 	"time"
@@ -43,11 +42,15 @@ func newCommon(backend string, opts Options) (common, error) {
 		return common{}, &errdefs.ConfigError{Key: "tools.shell_timeout", Reason: errdefs.ErrInvalidValue,
 			Msg: fmt.Sprintf("default shell timeout %s must be between 1s and %s", opts.ShellTimeout, tools.MaxShellTimeout)}
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return common{id: id, backend: backend, opts: opts, logger: loggerOrDiscard(opts.Logger)}, nil
+}
+
+// loggerOrDiscard is l, or a logger that discards when l is nil.
+func loggerOrDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
 	}
-	return common{id: id, backend: backend, opts: opts, logger: logger}, nil
+	return l
 }
 
 func (c *common) now() time.Time {

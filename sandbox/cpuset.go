@@ -3,6 +3,7 @@ package sandbox
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"hash/fnv"
 	"slices"
 
@@ -33,12 +34,10 @@ func checkCPUSet(v string) error {
 	}
 	if _, err := launchplan.ParseCPUList(v); err != nil {
 		return &errdefs.ConfigError{Key: "tools.cpuset", Reason: errdefs.ErrInvalidValue,
-			Msg: "got " + quote(v) + ": " + err.Error() + "; expected auto, none or a CPU list such as 0-1,3"}
+			Msg: fmt.Sprintf("got %q: %v; expected auto, none or a CPU list such as 0-1,3", v, err)}
 	}
 	return nil
 }
-
-func quote(s string) string { return `"` + s + `"` }
 
 // placement is where a new session container runs.
 type placement struct {
@@ -61,7 +60,7 @@ func (r *engineRuntime) place(ctx context.Context, name string) placement {
 	if r.pinRefused.Load() {
 		return placement{}
 	}
-	want := sidecarProcs(r.opts.NanoCPUs)
+	want := wholeCPUs(r.opts.NanoCPUs)
 	avail := r.hostCPUs()
 	if want <= 0 || want >= len(avail) {
 		return placement{}

@@ -13,7 +13,7 @@ func availableCPUs() []int {
 		return nil
 	}
 	var cpus []int
-	for i := 0; i < len(set)*64 && len(cpus) < set.Count(); i++ {
+	for i := 0; len(cpus) < set.Count(); i++ {
 		if set.IsSet(i) {
 			cpus = append(cpus, i)
 		}

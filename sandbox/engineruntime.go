@@ -32,6 +32,7 @@ type engineRuntime struct {
 	opts    ContainerOptions
 	sidecar string // canonical host path
 	user    string
+	logger  *slog.Logger
 	// hostCPUs lists the CPUs an automatic placement chooses from.
 	hostCPUs func() []int
 	// pinRefused is set once the engine refused a CPU placement podbot
@@ -55,7 +56,8 @@ func newEngineRuntime(conn *engine.Conn, opts ContainerOptions) (*engineRuntime,
 	if user == "" {
 		user = launchplan.ToolsUser
 	}
-	return &engineRuntime{conn: conn, opts: opts, sidecar: sidecar, user: user, hostCPUs: availableCPUs}, nil
+	return &engineRuntime{conn: conn, opts: opts, sidecar: sidecar, user: user, logger: loggerOrDiscard(opts.Logger),
+		hostCPUs: availableCPUs}, nil
 }
 
 // CanonicalSidecar resolves the host's podbot-sidecar path (absolute, symlinks
@@ -155,7 +157,7 @@ func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedC
 		// The engine may be confined to fewer CPUs than podbot sees (a
 		// cpuset of its own): a CPU podbot chose by itself is no reason
 		// to fail the call, so the container starts unpinned instead.
-		r.logger().Info("tool-session container could not be pinned; starting it and later ones unpinned",
+		r.logger.Info("tool-session container could not be pinned; starting it and later ones unpinned",
 			"container", plan.Name, "cpuset", where.cpus, "error", err)
 		r.pinRefused.Store(true)
 		if plan, err = r.plan(spec, ""); err != nil {
@@ -168,14 +170,6 @@ func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedC
 		return startedContainer{}, err
 	}
 	return startedContainer{id: id, name: plan.Name, cpus: plan.Resources.CPUSet}, nil
-}
-
-// logger is the session's diagnostics logger, or one that discards.
-func (r *engineRuntime) logger() *slog.Logger {
-	if r.opts.Logger != nil {
-		return r.opts.Logger
-	}
-	return slog.New(slog.DiscardHandler)
 }
 
 // imageHint makes a missing tool image say how to get one.
@@ -197,16 +191,16 @@ func imageHint(err error, image string) error {
 // sidecar runs its Go code on as many CPUs as that limit rounds up to.
 func sidecarServeCommand(nanoCPUs int64) []string {
 	argv := []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp", "--structured=false"}
-	if procs := sidecarProcs(nanoCPUs); procs > 0 {
+	if procs := wholeCPUs(nanoCPUs); procs > 0 {
 		argv = append(argv, "--gomaxprocs", strconv.Itoa(procs))
 	}
 	return argv
 }
 
-// sidecarProcs is the GOMAXPROCS for a sidecar in a container with the
-// given CPU limit: the limit rounded up to whole CPUs, or 0 (Go's own
-// choice) without one.
-func sidecarProcs(nanoCPUs int64) int {
+// wholeCPUs is a session container's CPU limit (0 the default, negative
+// none) rounded up to whole CPUs, or 0 without a limit: the sidecar's
+// GOMAXPROCS and how many CPUs an automatic placement pins.
+func wholeCPUs(nanoCPUs int64) int {
 	if nanoCPUs == 0 {
 		nanoCPUs = launchplan.ToolsNanoCPUs
 	}
