@@ -325,10 +325,6 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return fmt.Errorf("encode MCP message: %w", err)
-	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	select {
@@ -336,7 +332,11 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return mcp.ErrConnectionClosed
 	default:
 	}
-	c.wbuf = append(append(c.wbuf[:0], data...), '\n')
+	wbuf, err := appendMessage(c.wbuf[:0], msg)
+	if err != nil {
+		return fmt.Errorf("encode MCP message: %w", err)
+	}
+	c.wbuf = append(wbuf, '\n')
 	_, err = c.writer.Write(c.wbuf)
 	if cap(c.wbuf) > frameKeepBytes {
 		c.wbuf = nil
