@@ -147,6 +147,22 @@ func toolsSidecarUsage(b *testing.B, ctx context.Context, s sandbox.Session) (cp
 	return time.Duration(utime+stime) * time.Second / clockTicks, kib << 10
 }
 
+// toolsSidecarCPU returns the CPU time the sidecar itself (not the
+// commands it starts) spends per call of tool with args, over 300 calls in
+// a row: what a call costs on the sandbox's CPU besides its command.
+func toolsSidecarCPU(b *testing.B, ctx context.Context, s sandbox.Session, args json.RawMessage, tool string) float64 {
+	b.Helper()
+	const calls = 300
+	cpu0, _ := toolsSidecarUsage(b, ctx, s)
+	for range calls {
+		if _, err := s.Call(ctx, tool, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu1, _ := toolsSidecarUsage(b, ctx, s)
+	return float64(cpu1-cpu0) / calls / float64(time.Microsecond)
+}
+
 // toolsSpawnFloor measures, inside the session's container, what starting
 // /usr/bin/true and waiting for it costs with nothing else around it
 // (posix_spawn from one Python process, 200 times): the floor under any
@@ -215,7 +231,6 @@ func toolsSidecarPhase(b *testing.B, e engineUnderTest) toolsRoundTrip {
 	}
 	spawnFloor := toolsSpawnFloor(b, ctx, s)
 	var shellT, readT, echoT, spawnEchoT []time.Duration
-	cpu0, _ := toolsSidecarUsage(b, ctx, s)
 	b.ResetTimer()
 	// Each call follows the same kind of step as in earlier versions of
 	// this loop (shell after the echo, read after a spawn); the floor with
@@ -241,10 +256,10 @@ func toolsSidecarPhase(b *testing.B, e engineUnderTest) toolsRoundTrip {
 		readT, echoT = append(readT, t3.Sub(t2)), append(echoT, time.Since(t3))
 	}
 	b.StopTimer()
-	cpu1, _ := toolsSidecarUsage(b, ctx, s)
+	b.ReportMetric(toolsSidecarCPU(b, ctx, s, shellArgs, tools.ShellExecuteTool), "sidecar-cpu-µs/shell")
+	b.ReportMetric(toolsSidecarCPU(b, ctx, s, readArgs, tools.ReadFileTool), "sidecar-cpu-µs/read1k")
 	time.Sleep(time.Second) // let the sidecar go idle
 	_, rss := toolsSidecarUsage(b, ctx, s)
-	b.ReportMetric(float64(cpu1-cpu0)/float64(2*b.N+1)/float64(time.Microsecond), "sidecar-cpu-µs/call")
 	b.ReportMetric(float64(rss)/(1<<20), "sidecar-idle-rss-MiB")
 	if rss > toolsMaxSidecarRSS {
 		b.Errorf("sidecar resident memory %d KiB exceeds the %d KiB target", rss>>10, toolsMaxSidecarRSS>>10)
