@@ -11,15 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-func testID(t testing.TB, v any) jsonrpc.ID {
-	t.Helper()
-	id, err := jsonrpc.MakeID(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 // checkAppendMessage asserts that appendMessage writes msg after a prefix
 // as one line holding exactly what jsonrpc.EncodeMessage makes of it.
 func checkAppendMessage(t testing.TB, msg jsonrpc.Message) {
@@ -51,21 +42,21 @@ func checkAppendMessage(t testing.TB, msg jsonrpc.Message) {
 func TestAppendMessageMatchesEncodeMessage(t *testing.T) {
 	result := json.RawMessage(`{"content":[{"type":"text","text":"{\"stdout\":\"a<b>&c \\u2028 é\\n\"}"}]}`)
 	cases := map[string]jsonrpc.Message{
-		"call, number id":         &jsonrpc.Request{ID: testID(t, float64(7)), Method: "tools/call", Params: json.RawMessage(`{"name":"ls","arguments":{"path":"."}}`)},
-		"call, string id":         &jsonrpc.Request{ID: testID(t, "req-1"), Method: "tools/list", Params: json.RawMessage(`{}`)},
-		"call without params":     &jsonrpc.Request{ID: testID(t, float64(1)), Method: "ping"},
+		"call, number id":         &jsonrpc.Request{ID: mustID(t, float64(7)), Method: "tools/call", Params: json.RawMessage(`{"name":"ls","arguments":{"path":"."}}`)},
+		"call, string id":         &jsonrpc.Request{ID: mustID(t, "req-1"), Method: "tools/list", Params: json.RawMessage(`{}`)},
+		"call without params":     &jsonrpc.Request{ID: mustID(t, float64(1)), Method: "ping"},
 		"notification":            &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)},
 		"notification, no params": &jsonrpc.Request{Method: "notifications/initialized"},
-		"result":                  &jsonrpc.Response{ID: testID(t, float64(2)), Result: result},
-		"empty result":            &jsonrpc.Response{ID: testID(t, float64(3))},
-		"negative id":             &jsonrpc.Response{ID: testID(t, float64(-4)), Result: json.RawMessage(`{}`)},
+		"result":                  &jsonrpc.Response{ID: mustID(t, float64(2)), Result: result},
+		"empty result":            &jsonrpc.Response{ID: mustID(t, float64(3))},
+		"negative id":             &jsonrpc.Response{ID: mustID(t, float64(-4)), Result: json.RawMessage(`{}`)},
 		// Each of these takes EncodeMessage's path.
-		"error":                  &jsonrpc.Response{ID: testID(t, float64(5)), Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad \"path\""}},
-		"result over lines":      &jsonrpc.Response{ID: testID(t, float64(6)), Result: json.RawMessage("{\n  \"a\": [1,\n 2]\n}")},
-		"params over lines":      &jsonrpc.Request{ID: testID(t, float64(8)), Method: "tools/call", Params: json.RawMessage("{\"a\":\n1}")},
-		"method needs escaping":  &jsonrpc.Request{ID: testID(t, float64(9)), Method: "we\"ird\\é", Params: json.RawMessage(`{}`)},
-		"string id with a quote": &jsonrpc.Response{ID: testID(t, `a"b`), Result: json.RawMessage(`{}`)},
-		"empty method":           &jsonrpc.Request{ID: testID(t, float64(10)), Params: json.RawMessage(`{}`)},
+		"error":                  &jsonrpc.Response{ID: mustID(t, float64(5)), Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad \"path\""}},
+		"result over lines":      &jsonrpc.Response{ID: mustID(t, float64(6)), Result: json.RawMessage("{\n  \"a\": [1,\n 2]\n}")},
+		"params over lines":      &jsonrpc.Request{ID: mustID(t, float64(8)), Method: "tools/call", Params: json.RawMessage("{\"a\":\n1}")},
+		"method needs escaping":  &jsonrpc.Request{ID: mustID(t, float64(9)), Method: "we\"ird\\é", Params: json.RawMessage(`{}`)},
+		"string id with a quote": &jsonrpc.Response{ID: mustID(t, `a"b`), Result: json.RawMessage(`{}`)},
+		"empty method":           &jsonrpc.Request{ID: mustID(t, float64(10)), Params: json.RawMessage(`{}`)},
 	}
 	for name, msg := range cases {
 		t.Run(name, func(t *testing.T) { checkAppendMessage(t, msg) })
@@ -82,8 +73,8 @@ func TestLineTransportWritesOneLinePerMessage(t *testing.T) {
 	}
 	defer conn.Close()
 	msgs := []jsonrpc.Message{
-		&jsonrpc.Response{ID: testID(t, float64(1)), Result: json.RawMessage("{\n\"a\": 1\n}")},
-		&jsonrpc.Response{ID: testID(t, float64(2)), Result: json.RawMessage(`{"b":2}`)},
+		&jsonrpc.Response{ID: mustID(t, float64(1)), Result: json.RawMessage("{\n\"a\": 1\n}")},
+		&jsonrpc.Response{ID: mustID(t, float64(2)), Result: json.RawMessage(`{"b":2}`)},
 	}
 	for _, m := range msgs {
 		if err := conn.Write(t.Context(), m); err != nil {
@@ -109,9 +100,9 @@ func FuzzAppendMessage(f *testing.F) {
 		}
 		var id jsonrpc.ID
 		if stringID {
-			id = testID(t, s)
+			id = mustID(t, s)
 		} else {
-			id = testID(t, float64(n))
+			id = mustID(t, float64(n))
 		}
 		if response {
 			checkAppendMessage(t, &jsonrpc.Response{ID: id, Result: compact.Bytes()})
@@ -133,7 +124,7 @@ func BenchmarkAppendMessage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	msg := &jsonrpc.Response{ID: testID(b, float64(42)), Result: result}
+	msg := &jsonrpc.Response{ID: mustID(b, float64(42)), Result: result}
 	var buf []byte
 	var sdkNS, appendNS float64
 	for b.Loop() {
