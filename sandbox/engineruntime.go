@@ -188,9 +188,11 @@ func imageHint(err error, image string) error {
 // MCP stream. The host reads each result's JSON text only (callSidecar),
 // so the sidecar leaves out the structured copy. nanoCPUs is the
 // container's CPU limit as configured (0 the default, negative none); the
-// sidecar runs its Go code on as many CPUs as that limit rounds up to.
+// sidecar runs its Go code on as many CPUs as that limit rounds up to. It
+// runs under SCHED_BATCH, and so do the commands it starts: its wake-ups
+// wait for a running command instead of preempting it.
 func sidecarServeCommand(nanoCPUs int64) []string {
-	argv := []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp", "--structured=false"}
+	argv := []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp", "--structured=false", "--batch"}
 	if procs := wholeCPUs(nanoCPUs); procs > 0 {
 		argv = append(argv, "--gomaxprocs", strconv.Itoa(procs))
 	}

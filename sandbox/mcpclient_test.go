@@ -51,6 +51,9 @@ func TestSidecarServeCommandProcs(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("CPU limit %d: --gomaxprocs %q, want %q (command %q)", tt.nanoCPUs, got, tt.want, cmd)
 		}
+		if !slices.Contains(cmd, "--batch") {
+			t.Errorf("CPU limit %d: the sidecar is started without --batch: %q", tt.nanoCPUs, cmd)
+		}
 	}
 }
 

@@ -47,7 +47,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		return serve(ctx, opts)
+		return serve(ctx, opts, stderr)
 	case "init":
 		if len(args) > 1 {
 			return fmt.Errorf("%w: init takes no arguments", errUsage)

@@ -52,6 +52,13 @@ func TestParseServe(t *testing.T) {
 	if err != nil || opts.structured {
 		t.Fatalf("--structured=false = %+v, %v", opts, err)
 	}
+	if opts.batch {
+		t.Fatal("SCHED_BATCH is on without --batch")
+	}
+	opts, err = parseServe([]string{"--batch"}, &errOut)
+	if err != nil || !opts.batch {
+		t.Fatalf("--batch = %+v, %v", opts, err)
+	}
 	opts, err = parseServe([]string{"--gomaxprocs", "1"}, &errOut)
 	if err != nil || opts.procs != 1 {
 		t.Fatalf("--gomaxprocs 1 = %+v, %v", opts, err)

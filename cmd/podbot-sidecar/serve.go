@@ -28,6 +28,9 @@ type serveOptions struct {
 	// fewer than 2 from a cgroup CPU limit; in a one-CPU sandbox a second
 	// P only adds a thread wake-up to every hand-off between goroutines.
 	procs int
+	// batch runs the sidecar, and so the commands it starts, under
+	// SCHED_BATCH (see serve).
+	batch bool
 }
 
 func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
@@ -37,6 +40,7 @@ func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.StringVar(&opts.root, "root", tools.WorkspaceName, "workspace directory the tools operate on")
 	fs.StringVar(&opts.tmp, "tmp", os.TempDir(), "writable directory outside the workspace for staging")
 	fs.BoolVar(&opts.structured, "structured", true, "also return each result as structured content (podbot's host reads only the JSON text and passes --structured=false)")
+	fs.BoolVar(&opts.batch, "batch", false, "run the sidecar and the commands it starts under SCHED_BATCH (Linux): the sidecar's own wake-ups then never preempt a command on its CPU (podbot passes it)")
 	fs.IntVar(&opts.procs, "gomaxprocs", 0, "run the sidecar's Go code on at most this many CPUs at once; 0 keeps Go's default (podbot passes the sandbox's CPU limit, rounded up); commands are not affected")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -56,9 +60,23 @@ func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
 // serve runs the MCP server on stdin/stdout until the peer closes the
 // stream or ctx ends. Commands inherit the sidecar's environment, which
 // podbot set when it created the container.
-func serve(ctx context.Context, opts serveOptions) error {
+//
+// With opts.batch the sidecar's threads run under SCHED_BATCH, and so do
+// the commands they start (the policy is inherited; a command can go back
+// with chrt -o 0). A batch thread that wakes never preempts the one
+// running: in a one-CPU sandbox, the sidecar's reply to a finished vfork,
+// its monitor thread and the wake-ups for a command's closing pipes then
+// wait until the command stops running, instead of each switching the CPU
+// away from it and back. A SCHED_BATCH refused (by a seccomp profile, say)
+// leaves a line on stderr and the sidecar serving as it is.
+func serve(ctx context.Context, opts serveOptions, stderr io.Writer) error {
 	if opts.procs > 0 {
 		runtime.GOMAXPROCS(opts.procs)
+	}
+	if opts.batch {
+		if err := setBatch(); err != nil {
+			fmt.Fprintf(stderr, "podbot-sidecar: serving without SCHED_BATCH: %v\n", err)
+		}
 	}
 	ws, err := tools.NewWorkspace(opts.root, tools.WithEnv(os.Environ()), tools.WithTempDir(opts.tmp))
 	if err != nil {

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+// setBatch reports that SCHED_BATCH is a Linux scheduling policy.
+func setBatch() error { return errors.New("SCHED_BATCH exists on Linux only") }
