@@ -123,7 +123,7 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 		}
 		return v
 	}
-	ro := t.ReadOnlyRootfs
+	ro, batch := t.ReadOnlyRootfs, t.BatchScheduling
 	image := toolsFirstSet(opts.Image, t.Image)
 	c, err := sandbox.NewContainer(ctx, conn, sandbox.ContainerOptions{
 		Options:           common,
@@ -136,6 +136,7 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 		NanoCPUs:          unlimitedIfZero(int64(math.Round(t.CPUs * 1e9))),
 		CPUSet:            t.CPUSet,
 		ReadOnlyRootfs:    &ro,
+		BatchScheduling:   &batch,
 		IdleTimeout:       t.IdleTimeout,
 		MaxUptime:         t.MaxUptime,
 		EngineSocketPaths: engineSocketPathsOf(conn),

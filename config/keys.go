@@ -111,6 +111,7 @@ func keyTable() []keyDef {
 		{"tools.memory", TypeSize, false, 1 * GiB, "Memory limit of a tool-session container. 0: no limit.", func(c *Config) any { return &c.Tools.Memory }},
 		{"tools.cpus", TypeFloat, false, 1.0, "CPU limit of a tool-session container. 0: no limit.", func(c *Config) any { return &c.Tools.CPUs }},
 		{"tools.cpuset", TypeString, false, "auto", "CPUs of a tool-session container: auto (pin to as many CPUs as tools.cpus rounds up to, where the fewest podbot sessions are pinned), none, or a CPU list such as 0-1.", func(c *Config) any { return &c.Tools.CPUSet }},
+		{"tools.batch_scheduling", TypeBool, false, true, "Run the tool sidecar, and the commands it starts, under SCHED_BATCH (Linux): its wake-ups wait for a running command instead of preempting it. false: the default policy.", func(c *Config) any { return &c.Tools.BatchScheduling }},
 		{"tools.pids_limit", TypeInt, false, int64(512), "Maximum processes in a tool-session container. 0: no limit.", func(c *Config) any { return &c.Tools.PidsLimit }},
 		{"tools.network", TypeString, false, "none", "Network of a tool-session container: none, bridge or a named network.", func(c *Config) any { return &c.Tools.Network }},
 		{"tools.user", TypeString, false, "65534:65534", "User[:group] tools run as.", func(c *Config) any { return &c.Tools.User }},

@@ -147,6 +147,7 @@ env_allowlist = ["A", "B"]
 		"PODBOT_AGENT_ENV_ALLOWLIST= C , ,D,",
 		"PODBOT_SANDBOX_CPUS=", // empty: unset
 		"PODBOT_TOOLS_CPUSET=0-1",
+		"PODBOT_TOOLS_BATCH_SCHEDULING=false",
 	}
 	opts.Flags = map[string]string{"image": "from-flag", "sandbox.memory": "2g"}
 	opts.FlagNames = map[string]string{"image": "--image"}
@@ -166,6 +167,7 @@ env_allowlist = ["A", "B"]
 		{"sandbox.memory", c.Sandbox.Memory, 2 * GiB, "--flag"},
 		{"sandbox.cpus", c.Sandbox.CPUs, 3.0, file},
 		{"tools.cpuset", c.Tools.CPUSet, "0-1", "PODBOT_TOOLS_CPUSET"},
+		{"tools.batch_scheduling", c.Tools.BatchScheduling, false, "PODBOT_TOOLS_BATCH_SCHEDULING"},
 		{"sandbox.selinux_label_mode", c.Sandbox.SELinuxLabelMode, SELinuxDisableForContainer, SourceDefault},
 		{"sandbox.mount_dev_fuse", c.Sandbox.MountDevFuse, false, SourceDefault},
 		{"agent.env_allowlist", c.Agent.EnvAllowlist, []string{"C", "D"}, "PODBOT_AGENT_ENV_ALLOWLIST"},

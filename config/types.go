@@ -191,6 +191,9 @@ type Tools struct {
 	// CPUSet places a session container on CPUs: auto, none or a CPU list
 	// (tools.cpuset).
 	CPUSet string
+	// BatchScheduling runs the session's sidecar, and the commands it
+	// starts, under SCHED_BATCH (tools.batch_scheduling).
+	BatchScheduling bool
 	// PidsLimit caps a session container's processes (tools.pids_limit).
 	PidsLimit int64
 	// Network is the session container's network (tools.network).

@@ -188,11 +188,14 @@ func imageHint(err error, image string) error {
 // MCP stream. The host reads each result's JSON text only (callSidecar),
 // so the sidecar leaves out the structured copy. nanoCPUs is the
 // container's CPU limit as configured (0 the default, negative none); the
-// sidecar runs its Go code on as many CPUs as that limit rounds up to. It
-// runs under SCHED_BATCH, and so do the commands it starts: its wake-ups
-// wait for a running command instead of preempting it.
-func sidecarServeCommand(nanoCPUs int64) []string {
-	argv := []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp", "--structured=false", "--batch"}
+// sidecar runs its Go code on as many CPUs as that limit rounds up to.
+// With batch it runs under SCHED_BATCH, and so do the commands it starts:
+// its wake-ups wait for a running command instead of preempting it.
+func sidecarServeCommand(nanoCPUs int64, batch bool) []string {
+	argv := []string{SidecarTarget, "serve", "--root", tools.WorkspaceName, "--tmp", "/tmp", "--structured=false"}
+	if batch {
+		argv = append(argv, "--batch")
+	}
 	if procs := wholeCPUs(nanoCPUs); procs > 0 {
 		argv = append(argv, "--gomaxprocs", strconv.Itoa(procs))
 	}
@@ -222,7 +225,7 @@ func (r *engineRuntime) attach(ctx context.Context, id string) (*stream, error) 
 		AttachStdout: true,
 		AttachStderr: true,
 		WorkingDir:   tools.WorkspaceName,
-		Cmd:          sidecarServeCommand(r.opts.NanoCPUs),
+		Cmd:          sidecarServeCommand(r.opts.NanoCPUs, r.opts.BatchScheduling == nil || *r.opts.BatchScheduling),
 	})
 	if err != nil {
 		return nil, engine.Classify("exec create", r.conn.Endpoint().String(), id, err)

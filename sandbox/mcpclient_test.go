@@ -43,7 +43,7 @@ func TestSidecarServeCommandProcs(t *testing.T) {
 		{0, "1"}, {250_000_000, "1"}, {1_000_000_000, "1"}, {1_000_000_001, "2"},
 		{2_000_000_000, "2"}, {16_500_000_000, "17"}, {1 << 62, "1024"}, {-1, ""},
 	} {
-		cmd := sidecarServeCommand(tt.nanoCPUs)
+		cmd := sidecarServeCommand(tt.nanoCPUs, true)
 		got := ""
 		if i := slices.Index(cmd, "--gomaxprocs"); i >= 0 && i+1 < len(cmd) {
 			got = cmd[i+1]
@@ -55,6 +55,9 @@ func TestSidecarServeCommandProcs(t *testing.T) {
 			t.Errorf("CPU limit %d: the sidecar is started without --batch: %q", tt.nanoCPUs, cmd)
 		}
 	}
+	if cmd := sidecarServeCommand(0, false); slices.Contains(cmd, "--batch") {
+		t.Errorf("batch scheduling off: the sidecar is started with --batch: %q", cmd)
+	}
 }
 
 // TestSidecarLinkIsLean checks what the host link puts on the wire: the
@@ -62,7 +65,7 @@ func TestSidecarServeCommandProcs(t *testing.T) {
 // the JSON text of a server that sends nothing else, which is what the
 // sidecar is started to be.
 func TestSidecarLinkIsLean(t *testing.T) {
-	if cmd := sidecarServeCommand(0); !slices.Contains(cmd, "--structured=false") {
+	if cmd := sidecarServeCommand(0, true); !slices.Contains(cmd, "--structured=false") {
 		t.Errorf("the sidecar is started with %q: it would send every result twice", cmd)
 	}
 	ctx := context.Background()

@@ -60,6 +60,11 @@ type ContainerOptions struct {
 	CPUSet string
 	// ReadOnlyRootfs, when set, overrides the read-only root (default true).
 	ReadOnlyRootfs *bool
+	// BatchScheduling, when set, overrides SCHED_BATCH for the sidecar and
+	// the commands it starts (default true): a batch thread that wakes up
+	// waits for the running one instead of preempting it, so the sidecar's
+	// wake-ups do not take the CPU from a command in a one-CPU sandbox.
+	BatchScheduling *bool
 	// IdleTimeout removes the container after this long without a call
 	// (it is recreated, workspace intact, on the next call); 0 never.
 	IdleTimeout time.Duration
