@@ -107,7 +107,7 @@ func pickCPUs(avail []int, used map[int]int, n int, seed uint32) []int {
 		order[i] = avail[(start+i)%len(avail)]
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(used[a], used[b]) })
-	picked := slices.Clone(order[:min(n, len(order))])
+	picked := order[:min(n, len(order))]
 	slices.Sort(picked)
 	return picked
 }

@@ -160,7 +160,7 @@ func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedC
 		r.logger.Info("tool-session container could not be pinned; starting it and later ones unpinned",
 			"container", plan.Name, "cpuset", where.cpus, "error", err)
 		r.pinRefused.Store(true)
-		if plan, err = r.plan(spec, ""); err != nil {
+		if err = plan.Apply(launchplan.WithCPUSet("")); err != nil {
 			return startedContainer{}, err
 		}
 		cfg, hc, nc = plan.Render()

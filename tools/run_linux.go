@@ -166,14 +166,15 @@ func (s *supervisor) closeChildEnds() {
 	}
 }
 
-// close releases podbot's ends and the event set.
+// close releases the event set and podbot's ends. The set goes first, and
+// its watches with it, so the descriptors need no removal one by one.
 func (s *supervisor) close() {
-	for _, fd := range []*int{&s.stdin, &s.stdout, &s.stderr, &s.wake} {
-		s.closeWatched(fd)
-	}
 	if s.events != nil {
 		s.events.close()
 		s.events = nil
+	}
+	for _, fd := range []*int{&s.stdin, &s.stdout, &s.stderr, &s.wake} {
+		closeFD(fd)
 	}
 }
 
