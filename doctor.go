@@ -139,6 +139,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 	}
 	doctorHost(opts.Host, r.Engine, add)
 	doctorNested(opts.Host, r.Engine, opts.Config, add)
+	doctorIsolation(r.Engine, opts.Config, add)
 	if opts.Config != nil && opts.Config.Config.GitHub.Configured() {
 		doctorGitHub(ctx, opts.Config.Config.GitHub, opts.GitHubApp, add)
 	}

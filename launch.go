@@ -1,11 +1,14 @@
 package podbot
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
+	"path/filepath"
 	"time"
 
 	"github.com/podbot/podbot/config"
@@ -66,6 +69,9 @@ type LaunchOptions struct {
 	HostHome string
 	// RuntimeDir is $XDG_RUNTIME_DIR, where token directories live.
 	RuntimeDir string
+	// ConfigFiles are the config files the configuration was read from; a
+	// host mount may not expose them.
+	ConfigFiles []string
 	// GitConfig reads the host's git configuration; nil skips the git identity step.
 	GitConfig func(key string) (string, error)
 	// TokenSource mints GitHub installation tokens; nil means no token.
@@ -172,6 +178,9 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		sb.runToken(logger)
 	}
 
+	if err := sb.prepareHome(ctx); err != nil {
+		return nil, &StepError{StepCredentials, err}
+	}
 	if err := sb.uploadCredentials(ctx, opts, progress); err != nil {
 		return nil, &StepError{StepCredentials, err}
 	}
@@ -229,11 +238,20 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	}
 	switch {
 	case hostPath != "":
-		m, err := workspace.ResolveHostMount(hostPath, cfg.Workspace.ContainerPath, cfg.Workspace.AllowedRoots)
+		m, err := workspace.ResolveHostMount(hostPath, cfg.Workspace.ContainerPath, hostMountPolicy(opts, req.EngineSocketPaths))
 		if err != nil {
 			return launchplan.Request{}, nil, err
 		}
 		req.Workspace = launchplan.Workspace{Strategy: launchplan.WorkspaceHostMount, HostPath: m.Source, ContainerPath: m.Target}
+		if m.OwnerKnown {
+			req.Workspace.Owner = &launchplan.HostOwner{UID: m.UID, GID: m.GID}
+		}
+		if m.GitDir != "" && !cfg.Sandbox.Privileged {
+			if err := workspace.EnsureHooksDir(m); err != nil {
+				return launchplan.Request{}, nil, err
+			}
+			req.Workspace.GitDir = m.GitDir
+		}
 		return req, &m, nil
 	case opts.Repo != "":
 		repo, err := workspace.ParseRepo(opts.Repo)
@@ -321,12 +339,42 @@ func (sb *Sandbox) uploadCredentials(ctx context.Context, opts LaunchOptions, pr
 	if (!c.CopyClaude && !c.CopyCodex) || opts.HostHome == "" {
 		return nil
 	}
-	arch, err := creds.Build(ctx, creds.BuildOptions{HostHome: opts.HostHome, CopyClaude: c.CopyClaude, CopyCodex: c.CopyCodex, Exclude: c.Exclude})
+	bo := creds.BuildOptions{HostHome: opts.HostHome, CopyClaude: c.CopyClaude, CopyCodex: c.CopyCodex, Exclude: c.Exclude,
+		TargetHome: sb.Plan.Home}
+	if uid, gid, ok := sb.Plan.NumericUser(); ok {
+		bo.UID, bo.GID = uid, gid
+	}
+	arch, err := creds.Build(ctx, bo)
 	if err != nil || arch == nil {
 		return err
 	}
 	progress(StepCredentials, fmt.Sprintf("copying %v into %s", arch.Paths, arch.TargetHome))
 	return sb.conn.CopyTar(ctx, sb.ID, arch.TargetHome, arch.Reader())
+}
+
+// prepareHome makes the plan's home directory (a host-mount agent's, which
+// runs as a uid the image does not know) owned by the agent's user, mode
+// 0700. The engine's copy API applies the tar header's owner as the host's
+// root, so this needs no capability inside the container.
+func (sb *Sandbox) prepareHome(ctx context.Context) error {
+	if sb.Plan.Home == "" {
+		return nil
+	}
+	uid, gid, ok := sb.Plan.NumericUser()
+	if !ok {
+		return nil
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	hdr := &tar.Header{Typeflag: tar.TypeDir, Name: path.Base(sb.Plan.Home) + "/", Mode: 0o700, Uid: uid, Gid: gid,
+		ModTime: time.Now()}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return sb.conn.CopyTar(ctx, sb.ID, path.Dir(sb.Plan.Home), &buf)
 }
 
 func (sb *Sandbox) setGitIdentity(ctx context.Context, opts LaunchOptions, progress func(string, string)) error {
@@ -416,4 +464,34 @@ func (sb *Sandbox) Close(ctx context.Context, remove bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// hostMountPolicy is what a host-mount workspace is checked against: the
+// allowed roots, and every host path that would let the sandbox out or
+// carry a secret away (podbot's config and token directories, the GitHub
+// App key, the engine socket, the home directory and its credentials).
+func hostMountPolicy(opts LaunchOptions, sockets []string) workspace.HostMountPolicy {
+	cfg := opts.Config
+	p := workspace.HostMountPolicy{
+		AllowedRoots:   cfg.Workspace.AllowedRoots,
+		Home:           opts.HostHome,
+		MaxScanEntries: int(cfg.Workspace.MaxScanEntries),
+	}
+	add := func(path, what string) {
+		if path != "" {
+			p.Protected = append(p.Protected, workspace.Protected{Path: path, What: what})
+		}
+	}
+	for _, f := range opts.ConfigFiles {
+		add(f, "podbot's config file")
+	}
+	add("/etc/podbot", "podbot's system config directory")
+	add(cfg.GitHub.PrivateKeyPath, "the GitHub App private key")
+	if opts.RuntimeDir != "" {
+		add(filepath.Join(opts.RuntimeDir, "podbot"), "podbot's token directories")
+	}
+	for _, s := range sockets {
+		add(s, "the container engine socket")
+	}
+	return p
 }

@@ -78,6 +78,7 @@ func keyTable() []keyDef {
 		{"workspace.host_path", TypeString, false, "", "Absolute host directory to mount (host_mount only).", func(c *Config) any { return &c.Workspace.HostPath }},
 		{"workspace.container_path", TypeString, false, "/workspace", "Where the host directory appears in the container (host_mount).", func(c *Config) any { return &c.Workspace.ContainerPath }},
 		{"workspace.allowed_roots", TypeList, false, []string{}, "Host directories a host_mount path must resolve inside. Required for host_mount.", func(c *Config) any { return &c.Workspace.AllowedRoots }},
+		{"workspace.max_scan_entries", TypeInt, false, int64(200000), "Entries podbot checks for unix sockets in a host_mount tree before refusing it as too large to vouch for.", func(c *Config) any { return &c.Workspace.MaxScanEntries }},
 
 		{"creds.copy_claude", TypeBool, false, true, "Copy ~/.claude into the container.", func(c *Config) any { return &c.Creds.CopyClaude }},
 		{"creds.copy_codex", TypeBool, false, true, "Copy ~/.codex into the container.", func(c *Config) any { return &c.Creds.CopyCodex }},

@@ -69,6 +69,9 @@ type Workspace struct {
 	// AllowedRoots are the host directories a host_mount path must resolve
 	// inside (workspace.allowed_roots).
 	AllowedRoots []string
+	// MaxScanEntries bounds the walk that checks a host_mount tree for unix
+	// sockets (workspace.max_scan_entries).
+	MaxScanEntries int64
 }
 
 // Creds selects the agent credentials copied into the container.

@@ -120,6 +120,7 @@ func TestHostMountAllowedAndRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hello from the host\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	giveToAgent(t, project)
 	escape := filepath.Join(allowed, "escape")
 	if err := os.Symlink(outside, escape); err != nil {
 		t.Fatal(err)

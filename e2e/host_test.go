@@ -60,6 +60,7 @@ func hostWorkspace(t *testing.T, files map[string]string) string {
 			copyFile(t, src, dst)
 		}
 	}
+	giveToAgent(t, dir)
 	return dir
 }
 
@@ -559,6 +560,7 @@ func TestHostCodexAppServer(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(home, "config.toml"), toml, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		giveToAgent(t, home)
 		cfg := hostConfig(ws, "codex_app_server", "/workspace/codex", []string{"app-server", "--listen", "stdio://"},
 			"env_allowlist = [\"CODEX_HOME\", \"AIMOCK_API_KEY\"]\n")
 		s := newHostSession(t, e, "host-codex", cfg)

@@ -5,7 +5,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,4 +99,32 @@ func runtimeDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// agentUID and agentGID own the host-mount workspaces the tests make: podbot
+// runs a host-mount agent as the directory's owner and refuses a root-owned
+// one, so a workspace made by the root-run suite is handed to this user.
+const agentUID, agentGID = 1000, 1000
+
+// giveToAgent chowns dir and everything the test put in it to the agent test
+// user, leaving hard links alone (they are host binaries linked in, whose
+// owner must not change).
+func giveToAgent(t testing.TB, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && !d.IsDir() && st.Nlink > 1 {
+			return nil
+		}
+		return os.Lchown(p, agentUID, agentGID)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -38,6 +38,7 @@ func BenchmarkRunFirstOutput(b *testing.B) {
 			if err := os.WriteFile(filepath.Join(ws, "agent.sh"), []byte(benchAgent), 0o755); err != nil {
 				b.Fatal(err)
 			}
+			giveToAgent(b, ws)
 			cfgPath := filepath.Join(b.TempDir(), "config.toml")
 			cfg := fmt.Sprintf("image = %q\n[agent]\nkind = \"custom\"\ncommand = \"/workspace/agent.sh\"\n[creds]\ncopy_claude = false\ncopy_codex = false\n[workspace]\nallowed_roots = [%q]\n",
 				"localhost/podbot-sandbox:latest", root)

@@ -78,6 +78,7 @@ func TestRunCodexWithMockProvider(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), conf, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		giveToAgent(t, ws)
 
 		name := testName(e, "runcodex")
 		removeOnCleanup(t, e, name)

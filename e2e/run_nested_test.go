@@ -57,6 +57,7 @@ func nestedRun(t *testing.T, ctx context.Context, e engineUnderTest, purpose, sa
 	if err := os.WriteFile(filepath.Join(ws, "nested.sh"), []byte(nestedAgent), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	giveToAgent(t, ws)
 	sock := strings.TrimPrefix(e.Endpoint, "unix://")
 	name := testName(e, purpose)
 	removeOnCleanup(t, e, name)

@@ -47,6 +47,7 @@ func stubWorkspace(t *testing.T) (root, ws string) {
 	if err := os.WriteFile(filepath.Join(ws, "stub-agent.sh"), []byte(stubAgent), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	giveToAgent(t, ws)
 	return root, ws
 }
 

@@ -1,6 +1,7 @@
 package launchplan
 
 import (
+	"path"
 	"regexp"
 	"strings"
 
@@ -129,12 +130,19 @@ func optionsFor(req Request, def intentDefaults) ([]Option, error) {
 		WithEnv(req.Env...),
 		WithNoNewPrivileges(),
 	}
-	user := sb.User
-	if user == "" {
-		user = def.user
+	ws, err := workspaceOptions(req)
+	if err != nil {
+		return nil, err
+	}
+	user, err := agentUser(req, def)
+	if err != nil {
+		return nil, err
 	}
 	if user != "" {
 		opts = append(opts, WithUser(user))
+		if req.Workspace.Strategy == WorkspaceHostMount && user != sb.User && !sb.Privileged && req.Intent != IntentTools {
+			opts = append(opts, WithAgentHome(AgentHome))
+		}
 	}
 	if sb.Privileged {
 		opts = append(opts, WithPrivileged())
@@ -165,10 +173,6 @@ func optionsFor(req Request, def intentDefaults) ([]Option, error) {
 	}
 	if len(req.Labels) > 0 {
 		opts = append(opts, WithLabels(req.Labels))
-	}
-	ws, err := workspaceOptions(req)
-	if err != nil {
-		return nil, err
 	}
 	opts = append(opts, ws...)
 	if req.TokenFile != "" {
@@ -209,7 +213,11 @@ func workspaceOptions(req Request) ([]Option, error) {
 		if target == "" {
 			target = DefaultHostMountTarget
 		}
-		return []Option{WithWorkspaceMount(w.HostPath, target)}, nil
+		opts := []Option{WithWorkspaceMount(w.HostPath, target)}
+		if w.GitDir != "" {
+			opts = append(opts, WithGitProtection(w.GitDir, path.Join(target, ".git")))
+		}
+		return opts, nil
 	}
 	return nil, configError("workspace.source", errdefs.ErrInvalidValue,
 		"unknown workspace source %q; use github_clone, host_mount or none", w.Strategy)

@@ -89,6 +89,9 @@ type Plan struct {
 	AgentCommand []string
 	// Env are the container's environment entries (K=V).
 	Env []string
+	// Home is the home directory the launch prepares, owned by User, before
+	// credentials are copied in (WithAgentHome); empty uses the image's.
+	Home string
 	// WorkingDir is where the agent runs; empty means the image's default.
 	WorkingDir string
 	// Workspace is the workspace strategy the plan was built for.

@@ -13,7 +13,8 @@ import (
 func TestRenderDoesNotAlias(t *testing.T) {
 	req := baseRequest(IntentInteractive, KindClaude, "")
 	req.Env = []string{"A=1"}
-	req.Workspace = Workspace{Strategy: WorkspaceHostMount, HostPath: "/home/u/p"}
+	req.Sandbox.CapAdd = []string{"CHOWN"}
+	req.Workspace = Workspace{Strategy: WorkspaceHostMount, HostPath: "/home/u/p", Owner: &HostOwner{UID: 1000, GID: 1000}}
 	p, err := Normalize(req)
 	if err != nil {
 		t.Fatal(err)

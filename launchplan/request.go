@@ -85,6 +85,19 @@ type Workspace struct {
 	ContainerPath string
 	// BaseDir is the directory clones go under (github_clone only).
 	BaseDir string
+	// Owner is the host user that owns HostPath (host_mount only). The agent
+	// runs as this user unless Sandbox.User names another unprivileged one,
+	// so nothing it writes to the host belongs to root.
+	Owner *HostOwner
+	// GitDir is HostPath's .git directory, when it has one: its config and
+	// hooks are mounted read-only so the agent cannot plant code that git
+	// would run on the host.
+	GitDir string
+}
+
+// HostOwner is a numeric host user and group.
+type HostOwner struct {
+	UID, GID int
 }
 
 // SELinuxLabelMode is config sandbox.selinux_label_mode.

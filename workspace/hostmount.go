@@ -18,6 +18,14 @@ type Mount struct {
 	Source string
 	// Target is the absolute container path.
 	Target string
+	// UID and GID own Source on the host; OwnerKnown is false where the
+	// platform does not report them. The agent of a host-mount sandbox runs
+	// as this owner, so what it writes belongs to them.
+	UID, GID   int
+	OwnerKnown bool
+	// GitDir is Source/.git when it is a directory holding a config file:
+	// its config and hooks are kept read-only in the sandbox.
+	GitDir string
 }
 
 // String renders the mount for the audit line podbot prints on stderr.
@@ -26,19 +34,24 @@ func (m Mount) String() string { return m.Source + " -> " + m.Target }
 // ResolveHostMount applies the host-mount path policy. hostPath must be
 // absolute, without ".." components, and name an existing directory; it is
 // canonicalised with filepath.EvalSymlinks and must then lie inside one of
-// allowedRoots, which are resolved the same way (roots that do not exist are
-// skipped). A symlink anywhere in hostPath that leads outside every root is
-// refused, and so is the filesystem root itself. containerPath must be a
-// clean absolute path other than "/".
+// policy.AllowedRoots, which are resolved the same way (roots that do not
+// exist are skipped). A symlink anywhere in hostPath that leads outside every
+// root is refused, and so is the filesystem root itself. The tree is then
+// refused when it is the home directory, contains or lies inside a protected
+// path (policy.Protected, the home directory's credential directories), or
+// holds a unix socket anywhere (a walk bounded by policy.MaxScanEntries).
+// containerPath must be a clean absolute path other than "/".
 //
 // Errors are *errdefs.ConfigError for bad or refused values (key
-// workspace.host_path, workspace.container_path or workspace.allowed_roots)
+// workspace.host_path, workspace.container_path, workspace.allowed_roots or
+// workspace.max_scan_entries)
 // and *errdefs.FilesystemError for paths that cannot be resolved.
 //
 // The check is made at resolution time: whoever can write inside an allowed
 // root could still swap a directory for a symlink before the engine mounts
 // it, so roots should only be writable by the operator.
-func ResolveHostMount(hostPath, containerPath string, allowedRoots []string) (Mount, error) {
+func ResolveHostMount(hostPath, containerPath string, policy HostMountPolicy) (Mount, error) {
+	allowedRoots := policy.AllowedRoots
 	if err := checkTarget(containerPath); err != nil {
 		return Mount{}, err
 	}
@@ -70,7 +83,16 @@ func ResolveHostMount(hostPath, containerPath string, allowedRoots []string) (Mo
 	}
 	for _, r := range roots {
 		if within(resolved, r) {
-			return Mount{Source: resolved, Target: containerPath}, nil
+			if err := guardTree(hostPath, resolved, policy); err != nil {
+				return Mount{}, err
+			}
+			git, err := gitDir(hostPath, resolved)
+			if err != nil {
+				return Mount{}, err
+			}
+			m := Mount{Source: resolved, Target: containerPath, GitDir: git}
+			m.UID, m.GID, m.OwnerKnown = owner(info)
+			return m, nil
 		}
 	}
 	outside := "outside every allowed root (" + strings.Join(roots, ", ") + ")"

@@ -108,7 +108,7 @@ func TestResolveHostMount(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := ResolveHostMount(tt.host, tt.target, tt.roots)
+			m, err := ResolveHostMount(tt.host, tt.target, HostMountPolicy{AllowedRoots: tt.roots})
 			switch {
 			case tt.wantFS:
 				var fe *errdefs.FilesystemError
@@ -134,7 +134,7 @@ func TestResolveHostMount(t *testing.T) {
 
 func TestResolveHostMountNamesSymlinkTarget(t *testing.T) {
 	base, root := layout(t)
-	_, err := ResolveHostMount(filepath.Join(root, "link-out"), "/workspace", []string{root})
+	_, err := ResolveHostMount(filepath.Join(root, "link-out"), "/workspace", HostMountPolicy{AllowedRoots: []string{root}})
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(base, "outside")) || !strings.Contains(err.Error(), "symlink") {
 		t.Errorf("error should name the symlink's real target: %v", err)
 	}

@@ -15,14 +15,15 @@ import (
 // podbot was started with: one place for podbot run and podbot host.
 func (f *factory) launchOptions(ctx context.Context, cfg config.Config, intent launchplan.Intent) (podbot.LaunchOptions, error) {
 	opts := podbot.LaunchOptions{
-		Config:     cfg,
-		Intent:     intent,
-		Environ:    f.environ,
-		HostHome:   f.getenv("HOME"),
-		RuntimeDir: f.getenv("XDG_RUNTIME_DIR"),
-		GitConfig:  creds.HostGitConfig(ctx),
-		Logger:     f.logger,
-		Redactor:   f.redactor,
+		Config:      cfg,
+		Intent:      intent,
+		Environ:     f.environ,
+		HostHome:    f.getenv("HOME"),
+		RuntimeDir:  f.getenv("XDG_RUNTIME_DIR"),
+		ConfigFiles: f.loadedFiles(),
+		GitConfig:   creds.HostGitConfig(ctx),
+		Logger:      f.logger,
+		Redactor:    f.redactor,
 		Progress: func(step, detail string) {
 			if !f.global.quiet {
 				fmt.Fprintf(f.ios.ErrOut, "podbot: %s: %s\n", step, f.redactor.Redact(detail))
@@ -38,4 +39,12 @@ func (f *factory) launchOptions(ctx context.Context, cfg config.Config, intent l
 		opts.TokenSource = app
 	}
 	return opts, nil
+}
+
+// loadedFiles lists the config files read, if the configuration is loaded.
+func (f *factory) loadedFiles() []string {
+	if f.loaded == nil {
+		return nil
+	}
+	return f.loaded.Files
 }
