@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/workspace"
 )
 
 // workspaceSubdir is the directory inside a session directory that
@@ -20,13 +21,14 @@ const workspaceSubdir = "workspace"
 const maxCloneBytes = 4 << 30
 
 // DefaultWorkspaceRoot is where container sessions keep their workspaces
-// when no root is configured: <user cache dir>/podbot/tools, else a
-// directory under os.TempDir().
-func DefaultWorkspaceRoot() string {
+// when no root is configured: <user cache dir>/podbot/tools, else the
+// private per-user directory workspace.PrivateTempDir("podbot-tools"),
+// which is refused when another user could have made or may write it.
+func DefaultWorkspaceRoot() (string, error) {
 	if d, err := os.UserCacheDir(); err == nil && filepath.IsAbs(d) {
-		return filepath.Join(d, "podbot", "tools")
+		return filepath.Join(d, "podbot", "tools"), nil
 	}
-	return filepath.Join(os.TempDir(), "podbot-tools")
+	return workspace.PrivateTempDir("podbot-tools")
 }
 
 // makeSessionDir creates root/<prefix><id> (0700) and its workspace
