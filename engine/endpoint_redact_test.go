@@ -95,7 +95,9 @@ func FuzzRedactEndpoint(f *testing.F) {
 		f.Add(s, "S3cretPw")
 	}
 	f.Fuzz(func(t *testing.T, pre, pw string) {
-		if pw == "" || strings.ContainsAny(pw, "@") {
+		// A marker no error prose holds, so a hit is the password itself.
+		pw = "Q7z" + pw
+		if strings.ContainsAny(pw, "@") {
 			return
 		}
 		raw := "tcp://" + pre + ":" + pw + "@host:1"
