@@ -80,5 +80,6 @@ func Host(ctx context.Context, conn *engine.Conn, opts HostOptions) (code int, e
 		Stdout:      opts.Stdout,
 		Stderr:      opts.Stderr,
 		Logger:      logger,
+		Redactor:    opts.Launch.Redactor,
 	})
 }

@@ -302,7 +302,7 @@ func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name st
 	d, err := tokendaemon.New(tokendaemon.Options{
 		ContainerID:   name,
 		RuntimeDir:    opts.RuntimeDir,
-		Source:        opts.TokenSource,
+		Source:        RedactingTokenSource(opts.TokenSource, opts.Redactor),
 		RefreshBuffer: opts.Config.GitHub.TokenRefreshBuffer,
 		Logger:        logger,
 		Alive: func(ctx context.Context) (bool, error) {

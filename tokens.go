@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/github"
@@ -46,6 +47,33 @@ type TokenDaemonOptions struct {
 	CheckInterval, ListInterval time.Duration
 	// Logger receives progress and failures (never token values); nil discards.
 	Logger *slog.Logger
+	// Redactor learns every token minted (the first and each refresh), so
+	// Logger masks one that reaches it by any path; nil learns nothing.
+	Redactor *creds.Redactor
+}
+
+// RedactingTokenSource wraps src so that every token it mints, the first
+// and each refresh, is registered with r before anyone else sees it. With
+// a nil r or src it returns src.
+func RedactingTokenSource(src tokendaemon.TokenSource, r *creds.Redactor) tokendaemon.TokenSource {
+	if src == nil || r == nil {
+		return src
+	}
+	return redactingTokenSource{src: src, r: r}
+}
+
+type redactingTokenSource struct {
+	src tokendaemon.TokenSource
+	r   *creds.Redactor
+}
+
+// InstallationToken mints a token and registers its value with the redactor.
+func (s redactingTokenSource) InstallationToken(ctx context.Context) (github.Token, error) {
+	tok, err := s.src.InstallationToken(ctx)
+	if tok.Value != "" {
+		s.r.Add(tok.Value)
+	}
+	return tok, err
 }
 
 // RunTokenDaemon keeps GitHub installation tokens fresh in the token
@@ -74,7 +102,7 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 	}
 	daemon := tokendaemon.Options{
 		RuntimeDir:    opts.RuntimeDir,
-		Source:        opts.Source,
+		Source:        RedactingTokenSource(opts.Source, opts.Redactor),
 		RefreshBuffer: opts.RefreshBuffer,
 		CheckInterval: opts.CheckInterval,
 		Logger:        logger,

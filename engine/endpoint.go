@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
@@ -27,16 +28,63 @@ type Endpoint struct {
 	// Address is the socket or pipe path for unix and npipe, and
 	// host[:port] (optionally followed by a base path) for http and https.
 	Address string
-	// Raw is the value as the user wrote it.
+	// Raw is the value as the user wrote it. Print it only through
+	// RedactEndpoint: it may carry a password that ParseEndpoint refuses.
 	Raw string
 }
 
-// String returns the normalised endpoint as SCHEME://ADDRESS.
+// String returns the normalised endpoint as SCHEME://ADDRESS, or, for an
+// endpoint that was never parsed, its raw value with any userinfo masked.
 func (e Endpoint) String() string {
 	if e.Scheme == "" {
-		return e.Raw
+		return RedactEndpoint(e.Raw)
 	}
-	return e.Scheme + "://" + e.Address
+	s := e.Scheme + "://" + e.Address
+	if authority, _, _ := strings.Cut(e.Address, "/"); strings.Contains(authority, "@") {
+		// Not made by ParseEndpoint, which refuses userinfo.
+		return RedactEndpoint(s)
+	}
+	return s
+}
+
+// GoString is String, so %#v never prints Raw.
+func (e Endpoint) GoString() string { return "engine.Endpoint(" + e.String() + ")" }
+
+// LogValue is String, so structured handlers never print Raw.
+func (e Endpoint) LogValue() slog.Value { return slog.StringValue(e.String()) }
+
+// MarshalText is String, so JSON encodings never carry Raw.
+func (e Endpoint) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
+// userinfoMask replaces a password (or a lone user, which may be a token)
+// in a printed endpoint.
+const userinfoMask = "xxxxx"
+
+// RedactEndpoint masks the userinfo of an endpoint written as
+// SCHEME://USER:PASSWORD@HOST...: the password becomes "xxxxx"
+// (user:xxxxx@host), and a lone user, which may be a token, becomes
+// "xxxxx" (xxxxx@host). Everything up to the last '@' of the value counts
+// as userinfo, so a password holding '/', '?' or '#' is masked too.
+// unix:// and npipe:// paths and values without "://" are returned
+// unchanged. Use it wherever an endpoint the user wrote is printed.
+func RedactEndpoint(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	switch strings.ToLower(strings.TrimSpace(scheme)) {
+	case SchemeUnix, SchemeNpipe:
+		return s
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return s
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword || strings.ContainsAny(user, "/?#") {
+		return scheme + "://" + userinfoMask + rest[at:]
+	}
+	return scheme + "://" + user + ":" + userinfoMask + rest[at:]
 }
 
 // IsSocket reports whether the endpoint is a local unix socket or named pipe.
@@ -122,7 +170,8 @@ func splitScheme(s string) (scheme, rest string, ok bool) {
 func parseNetAddress(scheme, addr string) (string, error) {
 	u, err := url.Parse("http://" + addr)
 	if err != nil {
-		return "", fmt.Errorf("%s://%s is not a valid address: %v", scheme, addr, err)
+		// url's errors quote the whole URL, userinfo included.
+		return "", fmt.Errorf("%s is not a valid address", RedactEndpoint(scheme+"://"+addr))
 	}
 	switch {
 	case u.User != nil:
@@ -144,7 +193,7 @@ func parseNetAddress(scheme, addr string) (string, error) {
 
 func endpointError(raw string, reason error, msg string) error {
 	if strings.TrimSpace(raw) != "" {
-		msg = fmt.Sprintf("bad endpoint %q: %s", truncate(raw, 256), msg)
+		msg = fmt.Sprintf("bad endpoint %q: %s", truncate(RedactEndpoint(raw), 256), msg)
 	}
 	return &errdefs.ConfigError{Key: endpointKey, Reason: reason, Msg: msg}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/podbot/podbot/acp"
+	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 )
@@ -39,6 +40,11 @@ type Options struct {
 	// Logger receives diagnostics and, when Stderr is nil, the server's
 	// stderr lines; nil discards them.
 	Logger *slog.Logger
+	// Redactor masks its secrets in the server's stderr, on the way to
+	// Stderr or to the log, before the stream is cut into lines: a secret
+	// split across writes or spanning lines is masked whole. nil masks
+	// nothing here (the log handler may still mask).
+	Redactor *creds.Redactor
 }
 
 // errServerExited ends a write to the server's stdin after the server exited.
@@ -82,6 +88,11 @@ func Serve(ctx context.Context, ex Execer, opts Options) (int, error) {
 		lines = newLineLogger(ctx, logger, opts.Cmd[0])
 		stderr = lines
 	}
+	var masked *creds.RedactingWriter
+	if opts.Redactor != nil {
+		masked = creds.NewRedactingWriter(stderr, opts.Redactor)
+		stderr = masked
+	}
 
 	type execResult struct {
 		code int
@@ -97,6 +108,9 @@ func Serve(ctx context.Context, ex Execer, opts Options) (int, error) {
 		// and returns; writes meant for the server fail from now on.
 		outW.Close()
 		in.CloseRead(errServerExited)
+		if masked != nil {
+			_ = masked.Close() // the held-back tail, masked
+		}
 		if lines != nil {
 			lines.flush()
 		}

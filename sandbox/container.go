@@ -84,7 +84,9 @@ func newContainer(_ context.Context, rt runtime, opts ContainerOptions, cloneFro
 	}
 	root := opts.WorkspaceRoot
 	if root == "" {
-		root = DefaultWorkspaceRoot()
+		if root, err = DefaultWorkspaceRoot(); err != nil {
+			return nil, err
+		}
 	}
 	dir, ws, err := makeSessionDir(root, sessionPrefix, c.id)
 	if err != nil {

@@ -5,11 +5,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/workspace"
 )
 
 // workspaceSubdir is the directory inside a session directory that
@@ -20,13 +23,14 @@ const workspaceSubdir = "workspace"
 const maxCloneBytes = 4 << 30
 
 // DefaultWorkspaceRoot is where container sessions keep their workspaces
-// when no root is configured: <user cache dir>/podbot/tools, else a
-// directory under os.TempDir().
-func DefaultWorkspaceRoot() string {
+// when no root is configured: <user cache dir>/podbot/tools, else the
+// private per-user directory workspace.PrivateTempDir("podbot-tools"),
+// which is refused when another user could have made or may write it.
+func DefaultWorkspaceRoot() (string, error) {
 	if d, err := os.UserCacheDir(); err == nil && filepath.IsAbs(d) {
-		return filepath.Join(d, "podbot", "tools")
+		return filepath.Join(d, "podbot", "tools"), nil
 	}
-	return filepath.Join(os.TempDir(), "podbot-tools")
+	return workspace.PrivateTempDir("podbot-tools")
 }
 
 // makeSessionDir creates root/<prefix><id> (0700) and its workspace
@@ -128,68 +132,163 @@ func parseNumericUser(user string) (uid, gid int, ok bool) {
 	return uid, gid, true
 }
 
+// maxCloneDepth bounds the directory nesting copyTree follows.
+const maxCloneDepth = 256
+
 // copyTree copies the regular files, directories and symlinks (as links,
 // never followed) of src into dst, which must exist, within maxBytes.
+//
+// src is a workspace a sandboxed agent may be changing while it is
+// copied, so the copy never resolves a path below src by name: it walks
+// by directory handles (os.Root), one name at a time, and takes every
+// entry's type from the descriptor it opened. A directory swapped for a
+// symlink between the look and the open is either refused by the handle
+// (it leads out of the directory) or detected as another file and
+// skipped; a file swapped for a symlink is not opened (O_NOFOLLOW); a FIFO
+// or device is not waited on (O_NONBLOCK) and not copied.
 func copyTree(src, dst string, maxBytes int64) error {
-	var total int64
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return &errdefs.FilesystemError{Op: "copy workspace", Path: p, Err: err}
+	return copyTreeHooked(src, dst, maxBytes, nil)
+}
+
+// copyTreeHooked is copyTree with a hook called with each entry's path
+// (relative to src) between looking at it and opening it; tests use it to
+// change the tree at the worst moment.
+func copyTreeHooked(src, dst string, maxBytes int64, beforeOpen func(rel string)) error {
+	sroot, err := os.OpenRoot(src)
+	if err != nil {
+		return &errdefs.FilesystemError{Op: "copy workspace", Path: src, Err: err}
+	}
+	defer sroot.Close()
+	droot, err := os.OpenRoot(dst)
+	if err != nil {
+		return &errdefs.FilesystemError{Op: "copy workspace", Path: dst, Err: err}
+	}
+	defer droot.Close()
+	c := &treeCopier{src: src, max: maxBytes, beforeOpen: beforeOpen}
+	return c.copyDir(sroot, droot, "", 0)
+}
+
+// treeCopier carries copyTree's byte budget across directories.
+type treeCopier struct {
+	src        string
+	max, total int64
+	beforeOpen func(rel string)
+}
+
+func (c *treeCopier) fail(rel string, err error) error {
+	return &errdefs.FilesystemError{Op: "copy workspace", Path: filepath.Join(c.src, filepath.FromSlash(rel)), Err: err}
+}
+
+// copyDir copies the entries of the directory s into d; rel is s's path
+// relative to the copy's source, for errors.
+func (c *treeCopier) copyDir(s, d *os.Root, rel string, depth int) error {
+	if depth > maxCloneDepth {
+		return &errdefs.FilesystemError{Op: "copy workspace", Path: filepath.Join(c.src, filepath.FromSlash(rel)), Reason: errdefs.ErrInvalidValue,
+			Msg: "the workspace is nested deeper than " + strconv.Itoa(maxCloneDepth) + " directories"}
+	}
+	dir, err := s.Open(".")
+	if err != nil {
+		return c.fail(rel, err)
+	}
+	entries, err := dir.ReadDir(-1)
+	dir.Close()
+	if err != nil {
+		return c.fail(rel, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		erel := path.Join(rel, name)
+		info, err := s.Lstat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed meanwhile
 		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
 		if err != nil {
-			return &errdefs.FilesystemError{Op: "copy workspace", Path: p, Err: err}
+			return c.fail(erel, err)
+		}
+		if c.beforeOpen != nil {
+			c.beforeOpen(erel)
 		}
 		switch {
-		case d.IsDir():
-			if err := os.Mkdir(target, 0o700); err != nil {
-				return &errdefs.FilesystemError{Op: "copy workspace", Path: target, Err: err}
+		case info.IsDir():
+			if err := c.copySubdir(s, d, name, erel, info, depth); err != nil {
+				return err
 			}
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
+		case info.Mode()&fs.ModeSymlink != 0:
+			link, err := s.Readlink(name)
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EINVAL) {
+				continue // removed or no longer a symlink
+			}
 			if err == nil {
-				err = os.Symlink(link, target)
+				err = d.Symlink(link, name)
 			}
 			if err != nil {
-				return &errdefs.FilesystemError{Op: "copy workspace", Path: target, Err: err}
+				return c.fail(erel, err)
 			}
-		case d.Type().IsRegular():
-			total += info.Size()
-			if total > maxBytes {
-				return &errdefs.FilesystemError{Op: "copy workspace", Path: p, Reason: errdefs.ErrInvalidValue,
-					Msg: "the workspace is larger than " + strconv.FormatInt(maxBytes, 10) + " bytes; remove large files before cloning"}
-			}
-			if err := copyFile(p, target, info.Mode().Perm()); err != nil {
+		case info.Mode().IsRegular():
+			if err := c.copyFile(s, d, name, erel); err != nil {
 				return err
 			}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
-// copyFile copies one regular file without following a symlink at src.
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.OpenFile(src, os.O_RDONLY|noFollow, 0)
+// copySubdir opens the directory name of s through its handle and copies
+// it, unless it is no longer the directory that was looked at.
+func (c *treeCopier) copySubdir(s, d *os.Root, name, rel string, looked fs.FileInfo, depth int) error {
+	sub, err := s.OpenRoot(name)
 	if err != nil {
-		return &errdefs.FilesystemError{Op: "read", Path: src, Err: err}
+		// Gone, no longer a directory, or a symlink leading out of s:
+		// whatever it became, nothing outside is copied.
+		return nil
+	}
+	defer sub.Close()
+	if opened, err := sub.Stat("."); err != nil || !os.SameFile(looked, opened) {
+		return nil // swapped for another directory (a symlink within s): not followed
+	}
+	if err := d.Mkdir(name, 0o700); err != nil {
+		return c.fail(rel, err)
+	}
+	dsub, err := d.OpenRoot(name)
+	if err != nil {
+		return c.fail(rel, err)
+	}
+	defer dsub.Close()
+	return c.copyDir(sub, dsub, rel, depth+1)
+}
+
+// copyFile copies one regular file, typed by its opened descriptor.
+func (c *treeCopier) copyFile(s, d *os.Root, name, rel string) error {
+	in, err := s.OpenFile(name, os.O_RDONLY|noFollow|openNoWait, 0)
+	if err != nil {
+		return nil // gone, or swapped for a symlink: not followed
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm|0o600)
+	st, err := in.Stat()
 	if err != nil {
-		return &errdefs.FilesystemError{Op: "write", Path: dst, Err: err}
+		return c.fail(rel, err)
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return &errdefs.FilesystemError{Op: "copy", Path: dst, Err: err}
+	if !st.Mode().IsRegular() {
+		return nil // swapped for a FIFO, device or directory
 	}
-	if err := out.Close(); err != nil {
-		return &errdefs.FilesystemError{Op: "write", Path: dst, Err: err}
+	c.total += st.Size()
+	if c.total > c.max {
+		return &errdefs.FilesystemError{Op: "copy workspace", Path: filepath.Join(c.src, filepath.FromSlash(rel)), Reason: errdefs.ErrInvalidValue,
+			Msg: "the workspace is larger than " + strconv.FormatInt(c.max, 10) + " bytes; remove large files before cloning"}
 	}
+	out, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, st.Mode().Perm()|0o600)
+	if err != nil {
+		return c.fail(rel, err)
+	}
+	// A file growing while it is copied takes no more than the budget left.
+	n, err := copyLimited(out, in, c.max-c.total+st.Size())
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return c.fail(rel, err)
+	}
+	c.total += n - st.Size()
 	return nil
 }
 

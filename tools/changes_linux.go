@@ -314,7 +314,7 @@ func (t *inotifyTracker) watchTree(dir string, report bool) bool {
 		if name == "" {
 			name = "."
 		}
-		f, err := t.fs.Open(name)
+		f, err := t.fs.OpenFile(name, os.O_RDONLY|openNoWait, 0)
 		if err != nil {
 			continue // gone again, not reachable inside the workspace, or not readable
 		}

@@ -60,7 +60,7 @@ func (w *Workspace) Ls(ctx context.Context, p LsParams) (LsResult, error) {
 		res.Entries = append(res.Entries, LsEntry{Name: st.Name(), Type: entryType(st.Mode()), Size: st.Size()})
 		return res, nil
 	}
-	f, err := w.root.Open(rel)
+	f, err := w.openRead(rel)
 	if err != nil {
 		return LsResult{}, w.fsError(lsTool, "path", rel, err)
 	}
@@ -108,5 +108,27 @@ func notRegular(tool, param, rel string, m fs.FileMode) error {
 	if m.IsDir() {
 		return invalid(tool, param, fmt.Sprintf("%s is a directory; use ls or glob to see its files", rel))
 	}
-	return invalid(tool, param, fmt.Sprintf("%s is not a regular file (%s); only regular text files can be used", rel, entryType(m)))
+	return invalid(tool, param, fmt.Sprintf("%s is not a regular file (it is a %s); only regular text files can be used", rel, typeName(m)))
+}
+
+// typeName names a file type for error messages.
+func typeName(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo (named pipe)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m.IsRegular():
+		return "regular file"
+	default:
+		return "special file"
+	}
 }

@@ -266,18 +266,18 @@ func (w *Workspace) readSmallText(ctx context.Context, tool, param, rel string, 
 // readBounded reads a host file (a staged write), refusing more than maxBytes.
 // A symlink is refused: the script ran with the staging paths in hand.
 func readBounded(name string, maxBytes int64) ([]byte, error) {
-	st, err := os.Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("is not a regular file (%s)", entryType(st.Mode()))
-	}
-	f, err := os.Open(name)
+	f, err := os.OpenFile(name, os.O_RDONLY|openNoFollow|openNoWait, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("is not a regular file (it is a %s)", typeName(st.Mode()))
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
 	if err != nil {
 		return nil, err

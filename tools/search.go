@@ -215,7 +215,7 @@ func (w *Workspace) Grep(ctx context.Context, p GrepParams) (GrepResult, error) 
 var errStopWalk = errors.New("match limit reached")
 
 func (w *Workspace) grepFile(ctx context.Context, re *regexp.Regexp, rel string, res *GrepResult) error {
-	f, err := w.root.Open(rel)
+	f, err := w.openRead(rel)
 	if err != nil {
 		res.SkippedFiles++
 		return nil

@@ -15,7 +15,7 @@ func (w *Workspace) openText(ctx context.Context, tool, param, rel string) (*os.
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	f, err := w.root.Open(rel)
+	f, err := w.openRead(rel)
 	if err != nil {
 		return nil, 0, w.fsError(tool, param, rel, err)
 	}
@@ -43,6 +43,12 @@ func (w *Workspace) openText(ctx context.Context, tool, param, rel string) (*os.
 		return nil, 0, w.fsError(tool, param, rel, err)
 	}
 	return f, st.Size(), nil
+}
+
+// openRead opens rel for reading without waiting on a FIFO or device
+// (openNoWait); callers check the type with f.Stat on the descriptor.
+func (w *Workspace) openRead(rel string) (*os.File, error) {
+	return w.root.OpenFile(rel, os.O_RDONLY|openNoWait, 0)
 }
 
 // minBuffer is the smallest read buffer sizedBuffer returns.

@@ -44,7 +44,11 @@ proxy, --ca-cert adds its CA certificate so npm reaches the registry.`,
 			if err != nil {
 				return err
 			}
-			opts.CacheDir = filepath.Join(f.cacheDir(), "images")
+			cache, err := f.cacheDir()
+			if err != nil {
+				return err
+			}
+			opts.CacheDir = filepath.Join(cache, "images")
 			opts.Progress = func(line string) { fmt.Fprintln(f.ios.ErrOut, line) }
 			var agentList []string
 			if cmd.Flags().Changed("agents") {

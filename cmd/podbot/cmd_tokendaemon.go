@@ -88,5 +88,6 @@ func tokenDaemonRun(ctx context.Context, f *factory, opts *tokenDaemonOptions) e
 		CheckInterval: opts.checkInterval,
 		ListInterval:  opts.listInterval,
 		Logger:        f.logger,
+		Redactor:      f.redactor,
 	})
 }

@@ -187,7 +187,11 @@ func openToolSession(ctx context.Context, f *factory, topts *toolsOptions) (podb
 		}
 		opts.SidecarPath = sidecar
 		if loaded.Config.Tools.WorkspaceRoot == "" {
-			opts.WorkspaceRoot = filepath.Join(f.cacheDir(), "tools")
+			cache, err := f.cacheDir()
+			if err != nil {
+				return nil, err
+			}
+			opts.WorkspaceRoot = filepath.Join(cache, "tools")
 		}
 		if conn, err = f.engine(ctx); err != nil {
 			return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/workspace"
 )
 
 // factory builds what commands share, lazily and once: the effective
@@ -151,13 +151,16 @@ func isProcessExit(err error) bool {
 	return errors.As(err, &exit)
 }
 
-// cacheDir is podbot's cache directory: $XDG_CACHE_HOME/podbot, else ~/.cache/podbot.
-func (f *factory) cacheDir() string {
+// cacheDir is podbot's cache directory: $XDG_CACHE_HOME/podbot, else
+// ~/.cache/podbot, else a private per-user directory under the temporary
+// directory (podbot-cache-<uid>, 0700, refused when another user owns it,
+// it is a symlink, or others may write to it).
+func (f *factory) cacheDir() (string, error) {
 	if d := f.getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "podbot")
+		return filepath.Join(d, "podbot"), nil
 	}
 	if home := f.getenv("HOME"); filepath.IsAbs(home) {
-		return filepath.Join(home, ".cache", "podbot")
+		return filepath.Join(home, ".cache", "podbot"), nil
 	}
-	return filepath.Join(os.TempDir(), "podbot-cache")
+	return workspace.PrivateTempDir("podbot-cache")
 }

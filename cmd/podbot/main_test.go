@@ -172,3 +172,35 @@ func TestEngineErrorExit4(t *testing.T) {
 		t.Errorf("error does not name the socket: %s", errOut)
 	}
 }
+
+// TestEndpointPasswordNeverPrinted plays a user who put a password in the
+// engine endpoint (flag, environment, config file): no command prints it.
+func TestEndpointPasswordNeverPrinted(t *testing.T) {
+	const ep = "tcp://user:S3cretPw@127.0.0.1:1"
+	cfg := filepath.Join(t.TempDir(), "podbot.toml")
+	if err := os.WriteFile(cfg, []byte("engine_socket = \""+ep+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		environ []string
+		args    []string
+	}{
+		{"flag doctor", nil, []string{"--engine-socket", ep, "doctor"}},
+		{"flag doctor json", nil, []string{"--engine-socket", ep, "doctor", "--json"}},
+		{"flag ps", nil, []string{"--engine-socket", ep, "--log-level", "debug", "ps"}},
+		{"env ps", []string{"PODBOT_ENGINE_SOCKET=" + ep}, []string{"ps"}},
+		{"DOCKER_HOST ps", []string{"DOCKER_HOST=" + ep}, []string{"ps"}},
+		{"config file ps", nil, []string{"--config", cfg, "ps"}},
+		{"config show", nil, []string{"--engine-socket", ep, "config", "show"}},
+		{"config show json", nil, []string{"--engine-socket", ep, "config", "show", "--json"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, out, errOut := run(t, tc.environ, tc.args...)
+			if strings.Contains(out+errOut, "S3cretPw") {
+				t.Errorf("password printed:\nstdout: %s\nstderr: %s", out, errOut)
+			}
+		})
+	}
+}
