@@ -31,6 +31,16 @@ type inspectFake struct {
 type fakeCtr struct {
 	id, name string
 	labels   map[string]string
+	// state is the engine's state word; empty means running.
+	state string
+}
+
+// status returns the state word and State.Running as the engine reports them.
+func (c fakeCtr) status() (string, bool) {
+	if c.state == "" {
+		return "running", true
+	}
+	return c.state, c.state == "running"
 }
 
 var apiPrefix = regexp.MustCompile(`^/v[0-9.]+`)

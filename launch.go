@@ -85,7 +85,10 @@ type LaunchOptions struct {
 }
 
 // Sandbox is a launched, running agent container: the agent is not started
-// yet. Close stops its token refresh and, if asked, removes it.
+// yet. Its plan's AgentEnv (the allowlisted host variables) is not in the
+// container's configuration: pass it to the agent's exec (Plan.AgentExec).
+// Stop stops it and removes its token directory; Close stops its token
+// refresh and, if asked, removes it.
 type Sandbox struct {
 	// ID and Name identify the container.
 	ID, Name string
@@ -224,7 +227,7 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 		Image:             cfg.Image,
 		Name:              opts.Name,
 		SessionID:         session,
-		Env:               env,
+		AgentEnv:          env,
 		EngineSocketPaths: EngineSocketPaths(conn.Endpoint()),
 		Sandbox:           SandboxFromConfig(cfg.Sandbox),
 		Version:           Version,
@@ -305,13 +308,7 @@ func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name st
 		Source:        RedactingTokenSource(opts.TokenSource, opts.Redactor),
 		RefreshBuffer: opts.Config.GitHub.TokenRefreshBuffer,
 		Logger:        logger,
-		Alive: func(ctx context.Context) (bool, error) {
-			_, err := conn.Inspect(ctx, name, false)
-			if errors.Is(err, errdefs.ErrNotFound) {
-				return false, nil
-			}
-			return err == nil, err
-		},
+		Alive:         func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, name) },
 	})
 	if err != nil {
 		return err
@@ -439,19 +436,50 @@ func (sb *Sandbox) run(ctx context.Context, argv, env []string, dir string, stdo
 	return nil
 }
 
+// Stop stops the container (SIGTERM to its init, SIGKILL after timeout),
+// then stops the token refresh and removes the token directory, so no token
+// stays on disk for a stopped container. The container stays, and
+// podbot start (see Start) can start it again with a fresh token.
+func (sb *Sandbox) Stop(ctx context.Context, timeout time.Duration) error {
+	if sb == nil {
+		return nil
+	}
+	var errs []error
+	if sb.ID != "" {
+		if err := sb.conn.Stop(ctx, sb.ID, timeout); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	sb.stopRefresh()
+	if sb.token != nil {
+		if err := sb.token.Remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopRefresh ends the background token refresh, if one runs, and waits
+// for it a bounded time.
+func (sb *Sandbox) stopRefresh() {
+	if sb.stopToken == nil {
+		return
+	}
+	sb.stopToken()
+	sb.stopToken = nil
+	select {
+	case <-sb.tokenDone:
+	case <-time.After(5 * time.Second):
+	}
+}
+
 // Close stops the token refresh and, when remove is set, removes the
 // container and its token directory. It is safe on a partly launched sandbox.
 func (sb *Sandbox) Close(ctx context.Context, remove bool) error {
 	if sb == nil {
 		return nil
 	}
-	if sb.stopToken != nil {
-		sb.stopToken()
-		select {
-		case <-sb.tokenDone:
-		case <-time.After(5 * time.Second):
-		}
-	}
+	sb.stopRefresh()
 	var errs []error
 	if remove && sb.ID != "" {
 		if err := sb.conn.Remove(ctx, sb.ID, true); err != nil && !errors.Is(err, errdefs.ErrNotFound) {

@@ -2,10 +2,16 @@ package podbot
 
 import (
 	"context"
+	"errors"
 	"io"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/tokendaemon"
 )
 
 // DefaultStopTimeout is how long Stop waits after SIGTERM before the engine
@@ -36,6 +42,110 @@ func Stop(ctx context.Context, conn *engine.Conn, ref string, opts StopOptions) 
 		timeout = 0
 	}
 	return c, conn.Stop(ctx, c.ID, timeout)
+}
+
+// StartOptions are the inputs of Start.
+type StartOptions struct {
+	// Any allows a container podbot did not create.
+	Any bool
+	// RuntimeDir is $XDG_RUNTIME_DIR, where token directories live; a
+	// container launched with a GitHub token needs it.
+	RuntimeDir string
+	// TokenSource mints the fresh installation token written before a
+	// container launched with a GitHub token starts. Nil starts it with an
+	// empty token directory: git cannot authenticate until a token daemon
+	// (podbot token-daemon) writes one.
+	TokenSource tokendaemon.TokenSource
+	// Logger receives diagnostics (never token values); nil discards.
+	Logger *slog.Logger
+}
+
+// StartResult is what Start did.
+type StartResult struct {
+	// Container is the container as resolved before the start.
+	Container Container
+	// WasRunning says the container was running already; nothing was done.
+	WasRunning bool
+	// TokenMount says the container was launched with a GitHub token
+	// directory, which Start made again before starting it.
+	TokenMount bool
+	// TokenWritten says a fresh token is in that directory. It expires in
+	// about an hour unless a token daemon keeps it fresh.
+	TokenWritten bool
+}
+
+// Start resolves ref (see ResolveContainer) and starts a stopped container
+// again: its init process runs, the agent does not (exec it, for example
+// with podbot exec). Starting a running container succeeds and does
+// nothing.
+//
+// A container launched with a GitHub token (label podbot.github_token=true)
+// lost its token directory when it stopped; Start makes it again, with a
+// fresh token from TokenSource when one is given, before the engine starts
+// the container (the directory is a bind mount's source). If the start
+// fails, the directory is removed again.
+//
+// The allowlisted host variables the agent got at launch are not in the
+// container's configuration, so a started container does not have them: a
+// command that needs them gets them at exec time (ExecOptions.Env).
+func Start(ctx context.Context, conn *engine.Conn, ref string, opts StartOptions) (res StartResult, err error) {
+	c, err := ResolveContainer(ctx, conn, ref, opts.Any)
+	if err != nil {
+		return res, err
+	}
+	res.Container = c
+	if c.Running() {
+		res.WasRunning = true
+		return res, nil
+	}
+	if c.Labels[launchplan.LabelGitHubToken] == "true" {
+		res.TokenMount = true
+		var dir string
+		var written bool
+		dir, written, err = prepareTokenDir(ctx, conn, c, opts)
+		defer func() { // err is Start's result: the start's failure too
+			if err != nil && dir != "" {
+				if rerr := os.RemoveAll(dir); rerr != nil {
+					err = errors.Join(err, &errdefs.FilesystemError{Op: "remove", Path: dir, Msg: "cannot remove the token directory", Err: rerr})
+				}
+			}
+		}()
+		if err != nil {
+			return res, err
+		}
+		res.TokenWritten = written
+	}
+	err = conn.Start(ctx, c.ID)
+	return res, err
+}
+
+// prepareTokenDir makes the token directory of c again (it is named after
+// the container's name, as Launch made it) and writes a fresh token into
+// it when opts has a source.
+func prepareTokenDir(ctx context.Context, conn *engine.Conn, c Container, opts StartOptions) (string, bool, error) {
+	if opts.RuntimeDir == "" {
+		return "", false, &errdefs.ConfigError{Key: "XDG_RUNTIME_DIR", Reason: errdefs.ErrMissingRequired,
+			Msg: "the container mounts a GitHub token directory under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to start it"}
+	}
+	if opts.TokenSource == nil {
+		dir, err := tokendaemon.EnsureDir(opts.RuntimeDir, c.Name)
+		return dir, false, err
+	}
+	id := c.ID
+	d, err := tokendaemon.New(tokendaemon.Options{
+		ContainerID: c.Name,
+		RuntimeDir:  opts.RuntimeDir,
+		Source:      opts.TokenSource,
+		Logger:      opts.Logger,
+		Alive:       func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, id) },
+	})
+	if err != nil {
+		return "", false, err
+	}
+	if _, err := d.Prepare(ctx); err != nil {
+		return d.Dir(), false, err
+	}
+	return d.Dir(), true, nil
 }
 
 // RemoveOptions are the inputs of Remove.

@@ -13,6 +13,10 @@ import (
 	"github.com/podbot/podbot/runflow"
 )
 
+// keptStopTimeout is the grace a kept container's init gets, once the
+// agent has exited, before the engine kills what is left in it.
+const keptStopTimeout = 3 * time.Second
+
 // StepAgent is the last step of podbot run: the agent attached to the
 // terminal. Progress reports and StepError name it like the launch steps.
 const StepAgent = "agent"
@@ -23,8 +27,9 @@ type RunOptions struct {
 	// interactive.
 	Launch LaunchOptions
 	// Remove removes the container (and its token directory) after the
-	// agent exits. Without it the container is kept, running, and listed by
-	// podbot ps.
+	// agent exits. Without it the container is stopped and kept: listed by
+	// podbot ps, started again by Start (podbot start), with no token on
+	// disk while it is stopped.
 	Remove bool
 	// Stdin, Stdout and Stderr are the local terminal's streams.
 	Stdin          io.Reader
@@ -40,7 +45,8 @@ type RunResult struct {
 	Name, ID string
 	// ExitCode is the agent's exit status (0..255).
 	ExitCode int
-	// Kept says the container is still there (no Remove, no failure).
+	// Kept says the container is still there, stopped (no Remove, no
+	// failure).
 	Kept bool
 	// TTY says whether the agent had a pseudo-terminal.
 	TTY bool
@@ -58,7 +64,13 @@ type RunResult struct {
 // A failure at any step, or a cancelled ctx (Ctrl-C) at any time, removes
 // the container and the token directory on a detached, bounded context and
 // returns a *StepError naming the step. After a normal agent exit the
-// container is kept unless opts.Remove is set.
+// container is removed if opts.Remove is set; otherwise it is stopped (so
+// nothing the agent left running goes on) and kept, and its token
+// directory removed.
+//
+// The allowlisted host variables (agent.env_allowlist, agent.env_required)
+// reach the agent through its exec only: they are not in the container's
+// configuration, so the engine's inspect never shows them.
 func Run(ctx context.Context, conn *engine.Conn, opts RunOptions) (res RunResult, err error) {
 	res.Started = time.Now()
 	lo := opts.Launch
@@ -82,6 +94,11 @@ func Run(ctx context.Context, conn *engine.Conn, opts RunOptions) (res RunResult
 		}
 		cctx, cancel := engine.CleanupContext(ctx)
 		defer cancel()
+		if !remove {
+			if serr := sb.Stop(cctx, keptStopTimeout); serr != nil {
+				err = errors.Join(err, &StepError{StepAgent, serr})
+			}
+		}
 		if cerr := sb.Close(cctx, remove); cerr != nil {
 			err = errors.Join(err, &StepError{StepAgent, cerr})
 		}
@@ -103,7 +120,7 @@ func Run(ctx context.Context, conn *engine.Conn, opts RunOptions) (res RunResult
 	}
 	ar, err := runflow.Attach(ctx, conn, runflow.Options{
 		ContainerID: sb.ID,
-		Agent: runflow.Agent{Cmd: spec.Cmd, User: spec.User, WorkDir: spec.WorkingDir,
+		Agent: runflow.Agent{Cmd: spec.Cmd, Env: spec.Env, User: spec.User, WorkDir: spec.WorkingDir,
 			TTY: spec.Tty, Stdin: spec.AttachStdin},
 		Terminal: runflow.Terminal{In: opts.Stdin, Out: opts.Stdout, Err: opts.Stderr,
 			InTTY: opts.InTTY, OutTTY: opts.OutTTY},

@@ -80,13 +80,14 @@ func (s redactingTokenSource) InstallationToken(ctx context.Context) (github.Tok
 // directories of running podbot containers until ctx ends, and returns nil
 // then. A token directory is $RuntimeDir/podbot/<container name>/, the one
 // Launch mounted read-only at /run/secrets; it is removed when its container
-// is gone.
+// stops or is removed.
 //
 // With Container set it serves that one container and also returns nil when
-// the container is gone. It refuses a container not created by podbot or
+// the container stops or is gone. It refuses a container not created by podbot or
 // created without a token mount (errdefs.ErrRefused). With All set it lists
-// podbot's containers that need tokens every ListInterval, in one engine
-// call, and serves each.
+// podbot's running containers that need tokens every ListInterval, in one
+// engine call, and serves each: a container started again (podbot start) is
+// served again from the next listing, with a fresh token.
 func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOptions) error {
 	if (opts.Container == "") == !opts.All {
 		return &errdefs.ConfigError{Key: "container", Reason: errdefs.ErrConflict,
@@ -111,7 +112,7 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 		m, err := tokendaemon.NewManager(tokendaemon.ManagerOptions{
 			Daemon:       daemon,
 			List:         func(ctx context.Context) ([]string, error) { return tokenContainers(ctx, conn) },
-			Alive:        func(ctx context.Context, name string) (bool, error) { return containerExists(ctx, conn, name) },
+			Alive:        func(ctx context.Context, name string) (bool, error) { return containerRunning(ctx, conn, name) },
 			ListInterval: opts.ListInterval,
 		})
 		if err != nil {
@@ -133,7 +134,7 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 	// Launch names the token directory after the container name.
 	daemon.ContainerID = c.Name
 	id := c.ID
-	daemon.Alive = func(ctx context.Context) (bool, error) { return containerExists(ctx, conn, id) }
+	daemon.Alive = func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, id) }
 	d, err := tokendaemon.New(daemon)
 	if err != nil {
 		return err
@@ -161,13 +162,17 @@ func tokenContainers(ctx context.Context, conn *engine.Conn) ([]string, error) {
 	return names, nil
 }
 
-// containerExists reports whether the engine still knows the container
-// (running or stopped: a stopped container may be started again).
-func containerExists(ctx context.Context, conn *engine.Conn, ref string) (bool, error) {
-	_, err := conn.Inspect(ctx, ref, false)
+// containerRunning reports whether the container is running, as the
+// engine's State.Running says. A stopped or removed container gets no more
+// tokens: its daemon removes the token directory, so no token stays on disk
+// while the container is stopped. A paused container counts as running. An
+// engine error is returned with true, so the caller keeps a token it cannot
+// check.
+func containerRunning(ctx context.Context, conn *engine.Conn, ref string) (bool, error) {
+	c, err := conn.Inspect(ctx, ref, false)
 	switch {
 	case err == nil:
-		return true, nil
+		return c.ContainerJSONBase != nil && c.State != nil && c.State.Running, nil
 	case errors.Is(err, errdefs.ErrNotFound):
 		return false, nil
 	default:

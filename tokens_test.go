@@ -21,12 +21,27 @@ import (
 	"github.com/podbot/podbot/launchplan"
 )
 
-// tokenEngineFake answers ping, container list (label filters) and inspect
-// (by name or id prefix) for the containers it holds; Remove makes one vanish.
+// tokenEngineFake answers ping, container list (label filters; running
+// ones unless all=1), inspect (by name or id prefix) and start for the
+// containers it holds; remove makes one vanish, setState stops or starts
+// one. failStart makes every start fail; onStart runs as a start arrives.
 type tokenEngineFake struct {
-	mu    sync.Mutex
-	ctrs  []fakeCtr
-	lists int
+	mu        sync.Mutex
+	ctrs      []fakeCtr
+	lists     int
+	starts    []string
+	failStart bool
+	onStart   func(name string)
+}
+
+func (f *tokenEngineFake) setState(name, state string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.ctrs {
+		if f.ctrs[i].name == name {
+			f.ctrs[i].state = state
+		}
+	}
 }
 
 func (f *tokenEngineFake) remove(name string) {
@@ -54,8 +69,10 @@ func (f *tokenEngineFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var filt map[string]map[string]bool
 		_ = json.Unmarshal([]byte(r.URL.Query().Get("filters")), &filt)
 		var out []container.Summary
+		all := r.URL.Query().Get("all") == "1" || r.URL.Query().Get("all") == "true"
 		for _, c := range f.ctrs {
-			ok := true
+			state, running := c.status()
+			ok := all || running
 			for want := range filt["label"] {
 				k, v, _ := strings.Cut(want, "=")
 				if c.labels[k] != v {
@@ -63,7 +80,7 @@ func (f *tokenEngineFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			if ok {
-				out = append(out, container.Summary{ID: c.id, Names: []string{"/" + c.name}, Labels: c.labels, State: "running"})
+				out = append(out, container.Summary{ID: c.id, Names: []string{"/" + c.name}, Labels: c.labels, State: state})
 			}
 		}
 		_ = json.NewEncoder(w).Encode(out)
@@ -71,12 +88,34 @@ func (f *tokenEngineFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ref := strings.TrimSuffix(strings.TrimPrefix(p, "/containers/"), "/json")
 		for _, c := range f.ctrs {
 			if strings.HasPrefix(c.id, ref) || c.name == ref {
+				state, running := c.status()
 				_ = json.NewEncoder(w).Encode(container.InspectResponse{
-					ContainerJSONBase: &container.ContainerJSONBase{ID: c.id, Name: "/" + c.name, State: &container.State{Status: "running"}},
+					ContainerJSONBase: &container.ContainerJSONBase{ID: c.id, Name: "/" + c.name, State: &container.State{Status: state, Running: running}},
 					Config:            &container.Config{Labels: c.labels},
 				})
 				return
 			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"message":"No such container: `+ref+`"}`)
+	case r.Method == http.MethodPost && strings.HasPrefix(p, "/containers/") && strings.HasSuffix(p, "/start"):
+		ref := strings.TrimSuffix(strings.TrimPrefix(p, "/containers/"), "/start")
+		for i, c := range f.ctrs {
+			if c.id != ref && c.name != ref {
+				continue
+			}
+			f.starts = append(f.starts, c.name)
+			if f.onStart != nil {
+				f.onStart(c.name)
+			}
+			if f.failStart {
+				w.WriteHeader(http.StatusInternalServerError)
+				_, _ = io.WriteString(w, `{"message":"error mounting the token directory"}`)
+				return
+			}
+			f.ctrs[i].state = "running"
+			w.WriteHeader(http.StatusNoContent)
+			return
 		}
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"message":"No such container: `+ref+`"}`)

@@ -54,7 +54,8 @@ func stubWorkspace(t *testing.T) (root, ws string) {
 // TestRunStubAgentOnTerminal runs a stub agent under podbot run in a real
 // pseudo-terminal: it sees a TTY of the terminal's size, only allowlisted
 // host variables, the workspace as its working directory, and its exit
-// status becomes podbot's. The container is kept and listed by podbot ps.
+// status becomes podbot's. The container is kept, stopped, and listed by
+// podbot ps -a.
 func TestRunStubAgentOnTerminal(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -105,9 +106,13 @@ allowed_roots = [%q]
 		}
 		checkOnlyAllowlisted(t, string(envOut), cmd.Env, "STUB_ALLOWED="+allowed, secret)
 
-		ps := runPodbot(t, ctx, e, "ps")
+		// The kept container is stopped: podbot ps -a lists it, podbot ps does not.
+		ps := runPodbot(t, ctx, e, "ps", "-a")
 		if ps.Code != 0 || !strings.Contains(ps.Stdout, name) {
-			t.Errorf("podbot ps does not list the kept container %s (exit %d):\n%s%s", name, ps.Code, ps.Stdout, ps.Stderr)
+			t.Errorf("podbot ps -a does not list the kept container %s (exit %d):\n%s%s", name, ps.Code, ps.Stdout, ps.Stderr)
+		}
+		if running := runPodbot(t, ctx, e, "ps"); strings.Contains(running.Stdout, name) {
+			t.Errorf("the kept container %s is still running after its agent exited:\n%s", name, running.Stdout)
 		}
 		if rm := runPodbot(t, ctx, e, "rm", "-f", name); rm.Code != 0 {
 			t.Errorf("podbot rm -f %s: exit %d\n%s", name, rm.Code, rm.Stderr)

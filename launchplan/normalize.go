@@ -128,6 +128,7 @@ func optionsFor(req Request, def intentDefaults) ([]Option, error) {
 	opts := []Option{
 		WithSocketGuard(req.EngineSocketPaths...),
 		WithEnv(req.Env...),
+		WithAgentEnv(req.AgentEnv...),
 		WithNoNewPrivileges(),
 	}
 	ws, err := workspaceOptions(req)

@@ -182,7 +182,7 @@ func TestNormalizeNameAndLabels(t *testing.T) {
 
 func TestNormalizeAgentDefaults(t *testing.T) {
 	req := baseRequest(IntentInteractive, KindClaude, "")
-	req.Env = []string{"ANTHROPIC_API_KEY=k"}
+	req.AgentEnv = []string{"ANTHROPIC_API_KEY=k"}
 	p, err := Normalize(req)
 	if err != nil {
 		t.Fatal(err)
@@ -200,8 +200,11 @@ func TestNormalizeAgentDefaults(t *testing.T) {
 	if *hc.PidsLimit != AgentPidsLimit || hc.Memory != AgentMemoryBytes || hc.NanoCPUs != AgentNanoCPUs {
 		t.Errorf("resources = %d %d %d", *hc.PidsLimit, hc.Memory, hc.NanoCPUs)
 	}
-	if !slices.Equal(cfg.Env, req.Env) || !slices.Equal(cfg.Cmd, DefaultInitCommand()) {
-		t.Errorf("env=%v cmd=%v", cfg.Env, cfg.Cmd)
+	if len(cfg.Env) != 0 || !slices.Equal(cfg.Cmd, DefaultInitCommand()) {
+		t.Errorf("env=%v cmd=%v; the allowlisted secret must not reach the container's config", cfg.Env, cfg.Cmd)
+	}
+	if exec, _ := p.AgentExec(); !slices.Equal(exec.Env, req.AgentEnv) {
+		t.Errorf("agent exec env = %v, want %v", exec.Env, req.AgentEnv)
 	}
 	if len(hc.Mounts) != 0 || len(hc.Devices) != 0 {
 		t.Errorf("unexpected mounts/devices: %v %v", hc.Mounts, hc.Devices)

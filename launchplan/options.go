@@ -304,26 +304,50 @@ func WithUser(user string) Option {
 	}
 }
 
-// WithEnv adds environment entries (K=V). Keys that would point a process in
-// the container at a container engine (DOCKER_HOST, CONTAINER_HOST,
-// PODMAN_HOST) are refused.
+// WithEnv adds environment entries (K=V) to the container's configuration,
+// where the engine's inspect shows them: never pass a secret here (see
+// WithAgentEnv). Keys that would point a process in the container at a
+// container engine (DOCKER_HOST, CONTAINER_HOST, PODMAN_HOST) are refused.
 func WithEnv(entries ...string) Option {
 	return func(p *Plan) error {
-		for _, e := range entries {
-			k, _, ok := strings.Cut(e, "=")
-			if !ok || k == "" || strings.ContainsAny(k, " \t") || hasControl(k) || strings.ContainsRune(e, 0) {
-				return configError("agent.env_allowlist", errdefs.ErrInvalidValue,
-					"environment entry for %q must be KEY=VALUE with a non-empty key and no NUL", k)
-			}
-			switch k {
-			case "DOCKER_HOST", "CONTAINER_HOST", "PODMAN_HOST":
-				return configError("agent.env_allowlist", errdefs.ErrRefused,
-					"%s would point the sandbox at a host container engine; remove it from the allowlist", k)
-			}
-			p.Env = append(p.Env, e)
+		if err := checkEnv(entries); err != nil {
+			return err
 		}
+		p.Env = append(p.Env, entries...)
 		return nil
 	}
+}
+
+// WithAgentEnv adds environment entries (K=V) that only the agent's exec
+// gets (Plan.AgentEnv): Render never puts them in the container's
+// configuration, so they stay out of the engine's inspect output and its
+// on-disk container config. They follow WithEnv's rules.
+func WithAgentEnv(entries ...string) Option {
+	return func(p *Plan) error {
+		if err := checkEnv(entries); err != nil {
+			return err
+		}
+		p.AgentEnv = append(p.AgentEnv, entries...)
+		return nil
+	}
+}
+
+// checkEnv refuses malformed entries and engine connection variables. No
+// value appears in its errors.
+func checkEnv(entries []string) error {
+	for _, e := range entries {
+		k, _, ok := strings.Cut(e, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") || hasControl(k) || strings.ContainsRune(e, 0) {
+			return configError("agent.env_allowlist", errdefs.ErrInvalidValue,
+				"environment entry for %q must be KEY=VALUE with a non-empty key and no NUL", k)
+		}
+		switch k {
+		case "DOCKER_HOST", "CONTAINER_HOST", "PODMAN_HOST":
+			return configError("agent.env_allowlist", errdefs.ErrRefused,
+				"%s would point the sandbox at a host container engine; remove it from the allowlist", k)
+		}
+	}
+	return nil
 }
 
 // hasControl reports whether s holds an ASCII control character.

@@ -87,11 +87,20 @@ type Plan struct {
 	// AgentCommand is the agent's argv, run as an exec; empty when there is
 	// no agent.
 	AgentCommand []string
-	// Env are the container's environment entries (K=V).
+	// Env are the container's environment entries (K=V). They are written
+	// into the container's configuration, where the engine's inspect shows
+	// them and they stay on disk while the container is kept, so they must
+	// never hold a secret: those go in AgentEnv.
 	Env []string
 	// Home is the home directory the launch prepares, owned by User, before
 	// credentials are copied in (WithAgentHome); empty uses the image's.
 	Home string
+	// AgentEnv are environment entries (K=V) given only to the agent's exec
+	// (AgentExec), never to the container's configuration (Render): the
+	// allowlisted host variables, such as API keys. The engine does not
+	// persist an exec's environment in the container's configuration. It
+	// is left out of JSON, and only its names may be shown (AgentEnvNames).
+	AgentEnv []string `json:"-"`
 	// WorkingDir is where the agent runs; empty means the image's default.
 	WorkingDir string
 	// Workspace is the workspace strategy the plan was built for.

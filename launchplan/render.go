@@ -3,6 +3,7 @@ package launchplan
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -19,7 +20,8 @@ const (
 
 // Render returns the Engine API bodies for creating the plan's container. The
 // container runs InitCommand; the agent is started later as an exec (see
-// AgentExec). Nothing in the result aliases the plan.
+// AgentExec). Only Env reaches the container's configuration: AgentEnv,
+// which holds secrets, never does. Nothing in the result aliases the plan.
 func (p Plan) Render() (*container.Config, *container.HostConfig, *network.NetworkingConfig) {
 	cfg := &container.Config{
 		Image:  p.Image,
@@ -84,7 +86,9 @@ func (p Plan) Render() (*container.Config, *container.HostConfig, *network.Netwo
 // AgentExec returns the exec options that start the agent in a running
 // container built from the plan, following its stream policy. The TTY flag
 // is the plan's wish; an interactive caller clears it when the local stdin or
-// stdout is not a terminal. It returns false when the plan has no agent.
+// stdout is not a terminal. The exec carries AgentEnv, which the engine keeps
+// out of the container's configuration. It returns false when the plan has no
+// agent.
 func (p Plan) AgentExec() (container.ExecOptions, bool) {
 	if len(p.AgentCommand) == 0 {
 		return container.ExecOptions{}, false
@@ -97,5 +101,17 @@ func (p Plan) AgentExec() (container.ExecOptions, bool) {
 		AttachStderr: true,
 		WorkingDir:   p.WorkingDir,
 		Cmd:          slices.Clone(p.AgentCommand),
+		Env:          slices.Clone(p.AgentEnv),
 	}, true
+}
+
+// AgentEnvNames returns the names of the AgentEnv entries, in order, for
+// showing what the agent gets without showing the values.
+func (p Plan) AgentEnvNames() []string {
+	names := make([]string, 0, len(p.AgentEnv))
+	for _, e := range p.AgentEnv {
+		k, _, _ := strings.Cut(e, "=")
+		names = append(names, k)
+	}
+	return names
 }

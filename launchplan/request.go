@@ -161,8 +161,13 @@ type Request struct {
 	InitCommand []string
 	// Workspace is the resolved workspace.
 	Workspace Workspace
-	// Env are the environment entries (K=V) already filtered by the allowlist.
+	// Env are environment entries (K=V) for the container's configuration,
+	// which the engine shows in inspect and keeps on disk: never secrets.
 	Env []string
+	// AgentEnv are the environment entries (K=V) already filtered by the
+	// allowlist (agent.env_allowlist, agent.env_required). They may hold
+	// secrets, so the plan passes them only to the agent's exec.
+	AgentEnv []string
 	// TokenFile is the host path of the GitHub token file, optional. Its
 	// directory is mounted read-only at /run/secrets so refreshes made by
 	// atomic rename are seen inside the container; the file must be named

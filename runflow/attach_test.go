@@ -69,7 +69,7 @@ func TestAttach(t *testing.T) {
 	}{
 		{
 			name:  "exit status passes through, no terminal",
-			agent: Agent{Cmd: []string{"stub", "-x"}, User: "root", WorkDir: "/workspace", TTY: true, Stdin: true},
+			agent: Agent{Cmd: []string{"stub", "-x"}, Env: []string{"ANTHROPIC_API_KEY=k"}, User: "root", WorkDir: "/workspace", TTY: true, Stdin: true},
 			term:  Terminal{In: strings.NewReader("input"), InTTY: false, OutTTY: true},
 			fake:  fakeExec{code: 7, output: "hello"}, wantCode: 7, wantStdin: true, wantFirst: true,
 		},
@@ -109,7 +109,8 @@ func TestAttach(t *testing.T) {
 				t.Errorf("result = %+v, want code %d tty %v", res, tt.wantCode, tt.wantTTY)
 			}
 			if fake.id != "c1" || strings.Join(fake.got.Cmd, " ") != strings.Join(tt.agent.Cmd, " ") ||
-				fake.got.User != tt.agent.User || fake.got.WorkDir != tt.agent.WorkDir || fake.got.TTY != tt.wantTTY {
+				fake.got.User != tt.agent.User || fake.got.WorkDir != tt.agent.WorkDir || fake.got.TTY != tt.wantTTY ||
+				strings.Join(fake.got.Env, " ") != strings.Join(tt.agent.Env, " ") {
 				t.Errorf("exec = %q %+v", fake.id, fake.got)
 			}
 			if (fake.got.Stdin != nil) != tt.wantStdin {

@@ -35,7 +35,9 @@ type Options struct {
 	RuntimeDir string
 	// Source mints tokens.
 	Source TokenSource
-	// Alive reports whether the container still exists. An error is
+	// Alive reports whether the container is running (not merely exists):
+	// a stopped container must not keep a token on disk, so Run removes
+	// the directory and returns as soon as Alive says false. An error is
 	// logged and the container is assumed alive.
 	Alive func(ctx context.Context) (bool, error)
 	// RefreshBuffer is how long before expiry a token is replaced. For a
@@ -118,8 +120,8 @@ func (d *Daemon) Prepare(ctx context.Context) (github.Token, error) {
 	return d.current, nil
 }
 
-// Run refreshes the token until the container is gone, then removes the
-// directory and returns nil. It returns ctx.Err() when ctx ends first,
+// Run refreshes the token until the container stops or is gone (Alive
+// reports false), then removes the directory and returns nil. It returns ctx.Err() when ctx ends first,
 // leaving the directory (and the still valid token) in place. Run and
 // Prepare must not be called concurrently.
 func (d *Daemon) Run(ctx context.Context) error {
@@ -144,7 +146,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case err != nil:
 			log.Warn("cannot tell whether the container is alive; keeping its token fresh", "err", err)
 		case !alive:
-			log.Info("container is gone; removing its token directory", "dir", d.dir)
+			log.Info("container stopped or gone; removing its token directory", "dir", d.dir)
 			return d.Remove()
 		}
 		now := clock.Now()

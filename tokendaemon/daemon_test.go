@@ -250,3 +250,66 @@ func TestRunRefusesBadToken(t *testing.T) {
 		t.Errorf("files left behind: %v", entries)
 	}
 }
+
+// TestRunStopsAndRemovesTokenForStoppedContainer: a container that stops
+// (it still exists, and may be started again) gets no more tokens, and its
+// token file does not stay on disk while it is stopped.
+func TestRunStopsAndRemovesTokenForStoppedContainer(t *testing.T) {
+	clock := newClock()
+	ctr := &fakeContainer{clock: clock, exists: true, running: true, stopAt: t0.Add(70 * time.Minute)}
+	src := &fakeSource{clock: clock, ttl: time.Hour}
+	d, err := New(Options{ContainerID: "kept", RuntimeDir: t.TempDir(), Source: src, Alive: ctr.alive, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(context.Background()); err != nil {
+		t.Fatalf("Run returned %v after the container stopped, want nil", err)
+	}
+	if exists, running := ctr.state(); !exists || running {
+		t.Fatalf("fake container exists=%v running=%v, want stopped but present", exists, running)
+	}
+	calls := src.callTimes()
+	for _, c := range calls {
+		if !c.Before(t0.Add(70 * time.Minute)) {
+			t.Errorf("a token was minted at %v, after the container stopped at %v", c, t0.Add(70*time.Minute))
+		}
+	}
+	if len(calls) != 2 { // Prepare at t0, the refresh at 55 minutes
+		t.Errorf("minted %d tokens at %v, want 2", len(calls), calls)
+	}
+	if _, err := os.Stat(d.TokenPath()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("token file of a stopped container still on disk: %v", err)
+	}
+	if _, err := os.Stat(d.Dir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("token dir of a stopped container still on disk: %v", err)
+	}
+	if last := clock.Now(); last.Sub(t0.Add(70*time.Minute)) > DefaultCheckInterval {
+		t.Errorf("the daemon noticed the stop at %v, more than a check interval after it", last)
+	}
+}
+
+// TestEnsureDirRecreatesAnEmptyPrivateDir: the directory a stopped
+// container lost comes back empty and private, ready to be mounted.
+func TestEnsureDirRecreatesAnEmptyPrivateDir(t *testing.T) {
+	runtime := t.TempDir()
+	dir, err := EnsureDir(runtime, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(runtime, "podbot", "kept"); dir != want {
+		t.Fatalf("dir = %s, want %s", dir, want)
+	}
+	if p := perm(t, dir); p != 0o700 {
+		t.Errorf("mode %v, want 0700", p)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 0 {
+		t.Errorf("entries %v, err %v; want an empty directory", entries, err)
+	}
+	if _, err := EnsureDir(runtime, "../escape"); !errors.Is(err, errdefs.ErrRefused) {
+		t.Errorf("EnsureDir(../escape) = %v, want refused", err)
+	}
+}

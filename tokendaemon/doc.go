@@ -5,8 +5,11 @@
 // (mode 0700), holding ghapp_token (mode 0600). The token is replaced
 // atomically (temporary file in the same directory, fsync, rename, fsync of
 // the directory) a buffer before it expires; failures are retried with
-// exponential backoff and jitter. When the container is gone the directory
-// is removed and the daemon stops.
+// exponential backoff and jitter. When the container stops or is gone the
+// directory is removed and the daemon stops: no token stays on disk for a
+// container that is not running. Starting the container again needs the
+// directory back first (it is the source of a bind mount): EnsureDir makes
+// an empty one, Prepare one with a fresh token.
 //
 // Mount the directory, not the file, into the container (at
 // ContainerSecretsDir, read-only): a bind-mounted file keeps pointing at the

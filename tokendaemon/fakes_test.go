@@ -79,3 +79,32 @@ type badValueSource struct{ clock *fakeClock }
 func (s *badValueSource) InstallationToken(context.Context) (github.Token, error) {
 	return github.Token{Value: "ghs_x\nevil", ExpiresAt: s.clock.Now().Add(time.Hour)}, nil
 }
+
+// fakeContainer follows an engine container's state the way the Alive
+// check sees it through inspect: it exists from creation until removal and
+// runs only between start and stop. stopAt, when set, stops it once the
+// clock reaches it; the container still exists afterwards.
+type fakeContainer struct {
+	mu      sync.Mutex
+	clock   *fakeClock
+	running bool
+	exists  bool
+	stopAt  time.Time
+	checks  int
+}
+
+func (c *fakeContainer) state() (exists, running bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checks++
+	if !c.stopAt.IsZero() && !c.clock.Now().Before(c.stopAt) {
+		c.running = false
+	}
+	return c.exists, c.running
+}
+
+// alive is the Alive check podbot gives a daemon: State.Running.
+func (c *fakeContainer) alive(context.Context) (bool, error) {
+	exists, running := c.state()
+	return exists && running, nil
+}

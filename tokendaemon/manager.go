@@ -19,7 +19,7 @@ type ManagerOptions struct {
 	Daemon Options
 	// List returns the ids of the containers that need tokens.
 	List func(ctx context.Context) ([]string, error)
-	// Alive reports whether the container id still exists.
+	// Alive reports whether the container id is running.
 	Alive func(ctx context.Context, id string) (bool, error)
 	// ListInterval is how often List is called.
 	ListInterval time.Duration
@@ -27,7 +27,7 @@ type ManagerOptions struct {
 
 // Manager runs one Daemon per container that needs a token, starting
 // daemons for new containers as List reports them. Each daemon stops on its
-// own when its container is gone.
+// own when its container stops or is gone; List names it again once it runs.
 type Manager struct {
 	opts ManagerOptions
 	log  *slog.Logger

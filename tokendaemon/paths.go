@@ -40,6 +40,21 @@ func TokenDir(xdgRuntimeDir, containerID string) (string, error) {
 	return filepath.Join(filepath.Clean(xdgRuntimeDir), dirName, containerID), nil
 }
 
+// EnsureDir creates the private token directory of containerID (and
+// podbot's directory above it) without writing a token, and returns it. A
+// container whose token directory was removed when it stopped needs it back
+// before it can start, since the directory is a bind mount's source.
+func EnsureDir(xdgRuntimeDir, containerID string) (string, error) {
+	dir, err := TokenDir(xdgRuntimeDir, containerID)
+	if err != nil {
+		return "", err
+	}
+	if err := ensurePrivateDir(filepath.Dir(dir)); err != nil {
+		return "", err
+	}
+	return dir, ensurePrivateDir(dir)
+}
+
 func validID(id string) bool {
 	if id == "" || len(id) > maxIDLen {
 		return false

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -101,6 +103,7 @@ func TestExecFlags(t *testing.T) {
 		{name: "all flags", args: []string{"-d", "-e", "A=1", "-e", "B=x=y", "-w", "/tmp", "-u", "1000", "--any", "abc", "--", "true"},
 			want: execOptions{detach: true, any: true, env: []string{"A=1", "B=x=y"}, workdir: "/tmp", user: "1000", ref: "abc", command: []string{"true"}}},
 		{name: "-T", args: []string{"-T", "box", "cat"}, want: execOptions{noTTY: true, ref: "box", command: []string{"cat"}}},
+		{name: "--agent-env", args: []string{"--agent-env", "box", "--", "claude"}, want: execOptions{agentEnv: true, ref: "box", command: []string{"claude"}}},
 		{name: "no command", args: []string{"box"}, wantUsage: "no command"},
 		{name: "no command after --", args: []string{"box", "--"}, wantUsage: "no command"},
 		{name: "no container", args: nil, wantUsage: "requires at least 1 arg"},
@@ -180,6 +183,18 @@ func TestContainerCommandFlags(t *testing.T) {
 			t.Errorf("stop with no container: %v, want a usage error", err)
 		}
 	})
+	t.Run("start", func(t *testing.T) {
+		var got *startOptions
+		if err := parse(t, newStartCmd(nil, func(_ context.Context, o *startOptions) error { got = o; return nil }), "--any", "a", "b"); err != nil {
+			t.Fatal(err)
+		}
+		if !got.any || !reflect.DeepEqual(got.refs, []string{"a", "b"}) {
+			t.Errorf("start parsed %+v", *got)
+		}
+		if err := parse(t, newStartCmd(nil, nil)); !isUsage(err) {
+			t.Errorf("start with no container: %v, want a usage error", err)
+		}
+	})
 	t.Run("rm", func(t *testing.T) {
 		var got *rmOptions
 		if err := parse(t, newRmCmd(nil, func(_ context.Context, o *rmOptions) error { got = o; return nil }), "-f", "--any", "a"); err != nil {
@@ -220,5 +235,28 @@ func TestHumanBytes(t *testing.T) {
 		if got := humanBytes(n); got != want {
 			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestExecAgentEnv: --agent-env reads the allowlisted variables from
+// podbot's environment (never argv), puts -e entries after them, and
+// teaches the redactor their values.
+func TestExecAgentEnv(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfgPath, []byte("[agent]\nenv_allowlist = [\"MY_KEY\", \"UNSET_KEY\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _ := testIO()
+	f := newFactory(ios, []string{"MY_KEY=s3cret-value", "OTHER=not-passed"})
+	f.global.configPath = cfgPath
+	env, err := f.agentEnv([]string{"MY_KEY=override"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(env, []string{"MY_KEY=s3cret-value", "MY_KEY=override"}) {
+		t.Errorf("env = %v", env)
+	}
+	if got := f.redactor.Redact("token s3cret-value"); strings.Contains(got, "s3cret-value") {
+		t.Errorf("the redactor does not know the passed value: %q", got)
 	}
 }

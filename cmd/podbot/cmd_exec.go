@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/runflow"
 )
@@ -14,6 +15,7 @@ import (
 // execOptions are podbot exec's flags and arguments.
 type execOptions struct {
 	detach, tty, noTTY, any bool
+	agentEnv                bool
 	env                     []string
 	workdir, user           string
 	ref                     string
@@ -23,7 +25,7 @@ type execOptions struct {
 func newExecCmd(f *factory, runF func(context.Context, *execOptions) error) *cobra.Command {
 	opts := &execOptions{}
 	cmd := &cobra.Command{
-		Use:                   "exec [-d] [-t|-T] [-e K=V] [-w DIR] [-u USER] CONTAINER -- CMD...",
+		Use:                   "exec [-d] [-t|-T] [-e K=V] [--agent-env] [-w DIR] [-u USER] CONTAINER -- CMD...",
 		DisableFlagsInUseLine: true,
 		Short:                 "Run a command in a running podbot container",
 		Long: `Run a command in a running container and pass on its exit status as
@@ -36,11 +38,18 @@ stdout carries the command's stdout bytes only and stderr its stderr; stdin
 is passed through and its end closes the command's stdin. -d passes no
 stdin, discards the output and waits for the command to finish.
 
+The command gets none of the host variables the agent was given
+(agent.env_allowlist, agent.env_required): podbot never stores them in the
+container. --agent-env passes them to this command, read from podbot's own
+environment like podbot run does, so their values stay out of argv and out
+of the container's configuration; -e entries come after them and win.
+
 The container is named by its name, its id or a unique id prefix;
 containers podbot did not create are refused unless --any is given.`,
 		Example: `  podbot exec podbot-sandbox-1a2b3c4d5e6f -- bash
   podbot exec -T 1a2b3c -- tar -C /tmp -cf - . > tmp.tar
-  podbot exec -d -e MODE=batch -w /tmp 1a2b3c -- sh -c './job > job.log'`,
+  podbot exec -d -e MODE=batch -w /tmp 1a2b3c -- sh -c './job > job.log'
+  podbot exec --agent-env podbot-claude-1a2b3c4d5e6f -- claude --continue`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parseArgs(args); err != nil {
@@ -58,6 +67,7 @@ containers podbot did not create are refused unless --any is given.`,
 	fl.BoolVarP(&opts.tty, "tty", "t", false, "allocate a terminal even when stdin or stdout is not one")
 	fl.BoolVarP(&opts.noTTY, "no-tty", "T", false, "never allocate a terminal")
 	fl.StringArrayVarP(&opts.env, "env", "e", nil, "set an environment variable `K=V` (repeatable)")
+	fl.BoolVar(&opts.agentEnv, "agent-env", false, "pass the agent's allowlisted host variables (agent.env_allowlist, agent.env_required)")
 	fl.StringVarP(&opts.workdir, "workdir", "w", "", "working `DIR` in the container")
 	fl.StringVarP(&opts.user, "user", "u", "", "`USER` (name, uid or uid:gid) to run as")
 	fl.BoolVar(&opts.any, "any", false, "allow containers podbot did not create")
@@ -111,8 +121,14 @@ func execRun(ctx context.Context, f *factory, opts *execOptions) error {
 	if err != nil {
 		return err
 	}
+	env := opts.env
+	if opts.agentEnv {
+		if env, err = f.agentEnv(opts.env); err != nil {
+			return err
+		}
+	}
 	lib := podbot.ExecOptions{
-		Cmd: opts.command, Env: opts.env, WorkingDir: opts.workdir, User: opts.user,
+		Cmd: opts.command, Env: env, WorkingDir: opts.workdir, User: opts.user,
 		TTY: opts.wantTTY(f.ios.InTTY, f.ios.OutTTY), Detach: opts.detach, Any: opts.any, Logger: f.logger,
 	}
 	if !opts.detach {
@@ -137,4 +153,21 @@ func execRun(ctx context.Context, f *factory, opts *execOptions) error {
 		return &errdefs.ExitError{Code: code}
 	}
 	return nil
+}
+
+// agentEnv returns the agent's allowlisted host variables, read from
+// podbot's environment, followed by extra. Their values are registered with
+// the redactor, so no log line shows them.
+func (f *factory) agentEnv(extra []string) ([]string, error) {
+	loaded, err := f.config(nil)
+	if err != nil {
+		return nil, err
+	}
+	a := loaded.Config.Agent
+	env, secrets, err := creds.Passthrough(a.EnvAllowlist, a.EnvRequired, f.environ)
+	if err != nil {
+		return nil, err
+	}
+	f.redactor.Add(secrets...)
+	return append(env, extra...), nil
 }

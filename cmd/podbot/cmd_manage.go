@@ -10,6 +10,7 @@ import (
 
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/github"
 )
 
 // forEachContainer runs fn on every reference, prints the name of each
@@ -73,6 +74,79 @@ succeeds. Each stopped container's name is printed.`,
 	fl.IntVarP(&opts.timeout, "time", "t", int(podbot.DefaultStopTimeout/time.Second), "seconds to wait after SIGTERM before SIGKILL")
 	fl.BoolVar(&opts.any, "any", false, "allow containers podbot did not create")
 	return cmd
+}
+
+// startOptions are podbot start's flags and arguments.
+type startOptions struct {
+	any  bool
+	refs []string
+}
+
+func newStartCmd(f *factory, runF func(context.Context, *startOptions) error) *cobra.Command {
+	opts := &startOptions{}
+	cmd := &cobra.Command{
+		Use:                   "start CONTAINER...",
+		DisableFlagsInUseLine: true,
+		Short:                 "Start stopped podbot containers again",
+		Long: `Start stopped containers again, such as the one podbot run keeps (stopped)
+after its agent exits. The container's init process runs again; the agent
+does not: run it, or anything else, with podbot exec. A container is named
+by its name, its id or a unique id prefix; containers podbot did not create
+are refused unless --any is given. Starting a running container succeeds.
+Each started container's name is printed.
+
+A container launched with a GitHub token lost its token file when it
+stopped. When a GitHub App is configured, a fresh token is written before
+the container starts; it is not refreshed afterwards, so keep it fresh with
+podbot token-daemon (--container NAME or --all). Without a GitHub App the
+container starts with an empty token directory and git cannot authenticate.
+
+The allowlisted host variables (agent.env_allowlist, agent.env_required)
+are never stored in the container, so a started container does not have
+them: podbot exec --agent-env passes them to one command.`,
+		Example: `  podbot start podbot-claude-1a2b3c4d5e6f
+  podbot start 1a2b3c && podbot exec --agent-env 1a2b3c -- claude --continue`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.refs = args
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return startRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.any, "any", false, "allow containers podbot did not create")
+	return cmd
+}
+
+func startRun(ctx context.Context, f *factory, opts *startOptions) error {
+	lib := podbot.StartOptions{Any: opts.any, RuntimeDir: f.getenv("XDG_RUNTIME_DIR"), Logger: f.logger}
+	// The GitHub App is only needed for a container with a token mount; a
+	// configuration that does not load or has no App still starts others.
+	if loaded, err := f.config(nil); err == nil && loaded.Config.GitHub.Configured() {
+		app, err := github.NewApp(podbot.GitHubAppConfig(loaded.Config.GitHub))
+		if err != nil {
+			return err
+		}
+		lib.TokenSource = app
+	}
+	return forEachContainer(ctx, f, opts.refs, func(ctx context.Context, conn *engine.Conn, ref string) (podbot.Container, error) {
+		res, err := podbot.Start(ctx, conn, ref, lib)
+		if err != nil {
+			return res.Container, err
+		}
+		switch {
+		case res.WasRunning:
+			f.logger.Info("container already running", "container", res.Container.Name)
+		case res.TokenWritten:
+			f.logger.Info("fresh GitHub token written; it is not refreshed unless podbot token-daemon runs",
+				"container", res.Container.Name, "refresh", "podbot token-daemon --container "+res.Container.Name)
+		case res.TokenMount:
+			f.logger.Warn("no GitHub App configured: the container starts without a GitHub token, so git cannot authenticate",
+				"container", res.Container.Name)
+		}
+		return res.Container, nil
+	})
 }
 
 // rmOptions are podbot rm's flags and arguments.

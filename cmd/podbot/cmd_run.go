@@ -39,7 +39,13 @@ agent.args); arguments after -- are appended to its command line.
 The agent gets a terminal when podbot's stdin and stdout both are terminals;
 the local terminal is then in raw mode (Ctrl-C goes to the agent) and window
 resizes are passed on. The agent's exit status is podbot's. The container
-is kept afterwards (see podbot ps, podbot exec, podbot rm) unless --rm.
+is stopped and kept afterwards (see podbot ps, podbot start, podbot rm)
+unless --rm removes it.
+
+Allowlisted host variables (agent.env_allowlist, agent.env_required) reach
+the agent's process only: they are never written into the container's
+configuration, so the engine's inspect does not show them. A GitHub token
+file is removed when the container stops.
 A failed step, or an interrupt (SIGINT, SIGTERM) at any time, removes the
 container and its token directory and names the step.`,
 		Example: `  podbot run --repo acme/widgets --branch main --agent claude
@@ -133,7 +139,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	}
 	if !f.global.quiet {
 		if res.Kept {
-			fmt.Fprintf(f.ios.ErrOut, "podbot: agent exited with status %d; container %s kept (podbot exec %s -- bash, podbot rm %s)\n",
+			fmt.Fprintf(f.ios.ErrOut, "podbot: agent exited with status %d; container %s stopped and kept (podbot start %s, podbot rm %s)\n",
 				res.ExitCode, res.Name, res.Name, res.Name)
 		} else {
 			fmt.Fprintf(f.ios.ErrOut, "podbot: agent exited with status %d; container %s removed\n", res.ExitCode, res.Name)
