@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/github"
 )
 
@@ -35,6 +36,11 @@ type Options struct {
 	RuntimeDir string
 	// Source mints tokens.
 	Source TokenSource
+	// GitOrigin is the one origin git in the container may send the token
+	// to; it is written to OriginFileName next to the token, where the
+	// sandbox's askpass program reads it. The zero Origin writes nothing,
+	// and git in the container then gets no token at all.
+	GitOrigin gitcred.Origin
 	// Alive reports whether the container still exists. An error is
 	// logged and the container is assumed alive.
 	Alive func(ctx context.Context) (bool, error)
@@ -190,7 +196,13 @@ func (d *Daemon) ensureDirs() error {
 	if err := ensurePrivateDir(filepath.Dir(d.dir)); err != nil {
 		return err
 	}
-	return ensurePrivateDir(d.dir)
+	if err := ensurePrivateDir(d.dir); err != nil {
+		return err
+	}
+	if d.opts.GitOrigin != (gitcred.Origin{}) {
+		return writeOriginFile(d.dir, d.opts.GitOrigin)
+	}
+	return nil
 }
 
 // refresh mints a token and writes it; on failure the old one stays.
