@@ -305,11 +305,16 @@ func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name st
 		return &errdefs.ConfigError{Key: "XDG_RUNTIME_DIR", Reason: errdefs.ErrMissingRequired,
 			Msg: "GitHub tokens live under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to a private directory"}
 	}
+	repo, err := workspace.ParseRepo(opts.Repo)
+	if err != nil {
+		return err
+	}
 	conn := sb.conn
 	d, err := tokendaemon.New(tokendaemon.Options{
 		ContainerID:   name,
 		RuntimeDir:    opts.RuntimeDir,
 		Source:        opts.TokenSource,
+		Repositories:  []string{repo.Name},
 		GitOrigin:     origin,
 		RefreshBuffer: opts.Config.GitHub.TokenRefreshBuffer,
 		Logger:        logger,

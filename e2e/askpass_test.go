@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/github"
 )
 
 // passwordRecorder remembers every Basic auth password a git server was
@@ -80,6 +83,18 @@ func TestGitHubTokenStaysWithCloneHost(t *testing.T) {
 		for _, p := range rec.offered() {
 			if p == token || strings.Contains(p, token) {
 				t.Fatalf("the attacker's git server received the installation token")
+			}
+		}
+
+		// Every token was asked for the one repository and the default
+		// permissions, not the installation's full grant.
+		reqs := f.gh.TokenRequests()
+		if len(reqs) == 0 {
+			t.Fatal("the fake GitHub saw no token request")
+		}
+		for _, r := range reqs {
+			if !slices.Equal(r.Repositories, []string{"demo"}) || !maps.Equal(r.Permissions, github.DefaultTokenPermissions()) {
+				t.Errorf("token request %+v; want repositories [demo] and %v", r, github.DefaultTokenPermissions())
 			}
 		}
 

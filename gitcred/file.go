@@ -20,10 +20,24 @@ func ReadOrigin(path string) (Origin, error) {
 	if err != nil {
 		return Origin{}, err
 	}
-	o, err := ParseOrigin(line)
-	if err != nil || o.String() != line {
+	o, err := ReadOriginString(line)
+	if err != nil {
 		return Origin{}, &errdefs.FilesystemError{Op: "read", Path: path, Reason: errdefs.ErrInvalidValue,
 			Msg: "the clone origin file does not hold one scheme://host[:port] line as podbot writes it"}
+	}
+	return o, nil
+}
+
+// ReadOriginString reads an origin in the form Origin.String writes (as
+// podbot stores it in a container label); anything else is an error.
+func ReadOriginString(s string) (Origin, error) {
+	o, err := ParseOrigin(s)
+	if err != nil {
+		return Origin{}, err
+	}
+	if o.String() != s {
+		return Origin{}, &errdefs.ConfigError{Key: "github.clone_base_url", Reason: errdefs.ErrInvalidValue,
+			Msg: "the origin " + s + " is not in canonical scheme://host[:port] form"}
 	}
 	return o, nil
 }

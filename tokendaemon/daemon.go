@@ -22,9 +22,10 @@ const (
 	DefaultMaxBackoff    = 2 * time.Minute
 )
 
-// TokenSource mints installation tokens; *github.App is one.
+// TokenSource mints installation tokens limited to repositories (names in
+// the installation's account); *github.App is one.
 type TokenSource interface {
-	InstallationToken(ctx context.Context) (github.Token, error)
+	InstallationToken(ctx context.Context, repositories []string) (github.Token, error)
 }
 
 // Options configure a Daemon. Zero durations take the defaults above.
@@ -36,6 +37,9 @@ type Options struct {
 	RuntimeDir string
 	// Source mints tokens.
 	Source TokenSource
+	// Repositories are the repository names (without owner) every token is
+	// limited to; at least one is required.
+	Repositories []string
 	// GitOrigin is the one origin git in the container may send the token
 	// to; it is written to OriginFileName next to the token, where the
 	// sandbox's askpass program reads it. The zero Origin writes nothing,
@@ -77,6 +81,11 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if opts.Source == nil || opts.Alive == nil {
 		return nil, errors.New("tokendaemon: Options.Source and Options.Alive are required")
+	}
+	if len(opts.Repositories) == 0 {
+		return nil, &errdefs.ContainerError{Op: "token daemon", Container: opts.ContainerID, Reason: errdefs.ErrRefused,
+			Msg:  "no repository is known for this container, and podbot does not mint tokens with the installation's full grant",
+			Hint: "launch the container again with this podbot (it labels the container " + "podbot.github_repo" + ")"}
 	}
 	if opts.RefreshBuffer <= 0 {
 		opts.RefreshBuffer = DefaultRefreshBuffer
@@ -208,7 +217,7 @@ func (d *Daemon) ensureDirs() error {
 // refresh mints a token and writes it; on failure the old one stays.
 func (d *Daemon) refresh(ctx context.Context) error {
 	fetched := d.opts.Clock.Now()
-	tok, err := d.opts.Source.InstallationToken(ctx)
+	tok, err := d.opts.Source.InstallationToken(ctx, d.opts.Repositories)
 	if err != nil {
 		return err
 	}
