@@ -15,6 +15,7 @@ import (
 	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/launchplan"
 	"github.com/podbot/podbot/sandbox"
 	"github.com/podbot/podbot/tokendaemon"
@@ -152,10 +153,18 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 
 	if opts.TokenSource != nil && req.Workspace.Strategy == launchplan.WorkspaceGitHubClone {
 		progress(StepToken, "acquiring an installation token")
-		if err := sb.prepareToken(ctx, opts, plan.Name, logger); err != nil {
+		origin, err := tokenOrigin(opts)
+		if err != nil {
 			return nil, &StepError{StepToken, err}
 		}
-		if err := plan.Apply(launchplan.WithTokenMount(sb.token.TokenPath())); err != nil {
+		if err := sb.prepareToken(ctx, opts, plan.Name, origin, logger); err != nil {
+			return nil, &StepError{StepToken, err}
+		}
+		if err := plan.Apply(
+			launchplan.WithTokenMount(sb.token.TokenPath()),
+			launchplan.WithGitHubScope(opts.Repo, origin.String()),
+			launchplan.WithGitAskpass(SidecarTarget),
+		); err != nil {
 			return nil, &StepError{StepToken, err}
 		}
 		sb.Plan = plan
@@ -296,16 +305,38 @@ func startPlan(ctx context.Context, conn *engine.Conn, plan launchplan.Plan) (st
 	return id, nil
 }
 
-func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name string, logger *slog.Logger) error {
+// tokenOrigin checks that a token may go into the sandbox and returns the
+// one origin git there may send it to. The token goes in only with
+// podbot-sidecar, which is git's askpass program there and answers only for
+// that origin; the image's own helper is never trusted with it.
+func tokenOrigin(opts LaunchOptions) (gitcred.Origin, error) {
+	if opts.SidecarPath == "" {
+		return gitcred.Origin{}, &errdefs.ConfigError{Key: "sidecar", Reason: errdefs.ErrMissingRequired,
+			Msg: "a GitHub token goes only into a sandbox with podbot-sidecar mounted: it is git's askpass program there and gives the token to github.clone_base_url's host alone; install podbot-sidecar next to podbot or set PODBOT_SIDECAR_PATH"}
+	}
+	base := opts.Config.GitHub.CloneBaseURL
+	if base == "" {
+		base = workspace.DefaultCloneBaseURL
+	}
+	return gitcred.ParseOrigin(base)
+}
+
+func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name string, origin gitcred.Origin, logger *slog.Logger) error {
 	if opts.RuntimeDir == "" {
 		return &errdefs.ConfigError{Key: "XDG_RUNTIME_DIR", Reason: errdefs.ErrMissingRequired,
 			Msg: "GitHub tokens live under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to a private directory"}
+	}
+	repo, err := workspace.ParseRepo(opts.Repo)
+	if err != nil {
+		return err
 	}
 	conn := sb.conn
 	d, err := tokendaemon.New(tokendaemon.Options{
 		ContainerID:   name,
 		RuntimeDir:    opts.RuntimeDir,
 		Source:        RedactingTokenSource(opts.TokenSource, opts.Redactor),
+		Repositories:  []string{repo.Name},
+		GitOrigin:     origin,
 		RefreshBuffer: opts.Config.GitHub.TokenRefreshBuffer,
 		Logger:        logger,
 		Alive:         func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, name) },
@@ -398,7 +429,13 @@ func (sb *Sandbox) clone(ctx context.Context, opts LaunchOptions) error {
 	if err != nil {
 		return err
 	}
-	env := workspace.CloneEnv("")
+	// With a sidecar mounted it is git's askpass program: it answers only
+	// for the clone origin. Without one there is no token to hand out.
+	askpass := ""
+	if opts.SidecarPath != "" {
+		askpass = SidecarTarget
+	}
+	env := workspace.CloneEnv(askpass)
 	for i, argv := range cmds {
 		var out bytes.Buffer
 		if err := sb.run(ctx, argv, env, "", &out); err != nil {

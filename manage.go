@@ -131,13 +131,19 @@ func prepareTokenDir(ctx context.Context, conn *engine.Conn, c Container, opts S
 		dir, err := tokendaemon.EnsureDir(opts.RuntimeDir, c.Name)
 		return dir, false, err
 	}
+	target, err := tokenTarget(c.Name, c.Labels)
+	if err != nil {
+		return "", false, err
+	}
 	id := c.ID
 	d, err := tokendaemon.New(tokendaemon.Options{
-		ContainerID: c.Name,
-		RuntimeDir:  opts.RuntimeDir,
-		Source:      opts.TokenSource,
-		Logger:      opts.Logger,
-		Alive:       func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, id) },
+		ContainerID:  c.Name,
+		RuntimeDir:   opts.RuntimeDir,
+		Source:       opts.TokenSource,
+		Repositories: target.Repositories,
+		GitOrigin:    target.GitOrigin,
+		Logger:       opts.Logger,
+		Alive:        func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, id) },
 	})
 	if err != nil {
 		return "", false, err

@@ -10,19 +10,22 @@ import (
 	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/github"
 	"github.com/podbot/podbot/launchplan"
 	"github.com/podbot/podbot/tokendaemon"
+	"github.com/podbot/podbot/workspace"
 )
 
 // GitHubAppConfig maps the configuration's [github] section to the github
 // package's App settings.
 func GitHubAppConfig(g config.GitHub) github.AppConfig {
 	return github.AppConfig{
-		AppID:          g.AppID,
-		InstallationID: g.InstallationID,
-		KeyPath:        g.PrivateKeyPath,
-		APIURL:         g.APIURL,
+		AppID:            g.AppID,
+		InstallationID:   g.InstallationID,
+		KeyPath:          g.PrivateKeyPath,
+		APIURL:           g.APIURL,
+		TokenPermissions: g.TokenPermissions,
 	}
 }
 
@@ -68,8 +71,8 @@ type redactingTokenSource struct {
 }
 
 // InstallationToken mints a token and registers its value with the redactor.
-func (s redactingTokenSource) InstallationToken(ctx context.Context) (github.Token, error) {
-	tok, err := s.src.InstallationToken(ctx)
+func (s redactingTokenSource) InstallationToken(ctx context.Context, repositories []string) (github.Token, error) {
+	tok, err := s.src.InstallationToken(ctx, repositories)
 	if tok.Value != "" {
 		s.r.Add(tok.Value)
 	}
@@ -109,9 +112,12 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 		Logger:        logger,
 	}
 	if opts.All {
+		warned := map[string]bool{} // containers already reported as unusable; only the manager's List goroutine uses it
 		m, err := tokendaemon.NewManager(tokendaemon.ManagerOptions{
-			Daemon:       daemon,
-			List:         func(ctx context.Context) ([]string, error) { return tokenContainers(ctx, conn) },
+			Daemon: daemon,
+			List: func(ctx context.Context) ([]tokendaemon.Target, error) {
+				return tokenContainers(ctx, conn, logger, warned)
+			},
 			Alive:        func(ctx context.Context, name string) (bool, error) { return containerRunning(ctx, conn, name) },
 			ListInterval: opts.ListInterval,
 		})
@@ -131,8 +137,13 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 			Msg:  "the container was created without a GitHub token mount (no " + launchplan.LabelGitHubToken + "=true label), so it cannot see a token file",
 			Hint: "launch it with a github_clone workspace and a GitHub App configured"}
 	}
+	target, err := tokenTarget(c.Name, c.Labels)
+	if err != nil {
+		return err
+	}
 	// Launch names the token directory after the container name.
 	daemon.ContainerID = c.Name
+	daemon.Repositories, daemon.GitOrigin = target.Repositories, target.GitOrigin
 	id := c.ID
 	daemon.Alive = func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, id) }
 	d, err := tokendaemon.New(daemon)
@@ -146,20 +157,52 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 	return nil
 }
 
-// tokenContainers lists, in one engine call, the names of the running
-// podbot containers that were launched with a token mount.
-func tokenContainers(ctx context.Context, conn *engine.Conn) ([]string, error) {
+// tokenContainers lists, in one engine call, the running podbot containers
+// that were launched with a token mount, with the repository and origin
+// their labels name. A container without them is logged and skipped: its
+// tokens would have the installation's full grant.
+func tokenContainers(ctx context.Context, conn *engine.Conn, logger *slog.Logger, warned map[string]bool) ([]tokendaemon.Target, error) {
 	rows, err := List(ctx, conn, ListOptions{Labels: map[string]string{launchplan.LabelGitHubToken: "true"}})
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(rows))
+	targets := make([]tokendaemon.Target, 0, len(rows))
 	for _, r := range rows {
-		if r.Name != "" {
-			names = append(names, r.Name)
+		if r.Name == "" {
+			continue
 		}
+		t, err := tokenTarget(r.Name, r.Labels)
+		if err != nil {
+			if !warned[r.Name] {
+				warned[r.Name] = true
+				logger.Warn("not keeping a token for this container", "container", r.Name, "err", err)
+			}
+			continue
+		}
+		targets = append(targets, t)
 	}
-	return names, nil
+	return targets, nil
+}
+
+// tokenTarget reads what a container's tokens are for from the labels
+// Launch set: the repository (owner/name) they are limited to and the
+// origin git may send them to. Without both, no token is minted.
+func tokenTarget(name string, labels map[string]string) (tokendaemon.Target, error) {
+	refuse := func(msg string) error {
+		return &errdefs.ContainerError{Op: "token daemon", Container: name, Reason: errdefs.ErrRefused, Msg: msg,
+			Hint: "launch it again with this podbot version, which labels the repository and clone origin"}
+	}
+	repo, err := workspace.ParseRepo(labels[launchplan.LabelGitHubRepo])
+	if err != nil {
+		return tokendaemon.Target{}, refuse("the container names no repository (label " + launchplan.LabelGitHubRepo +
+			"), and podbot mints no token with the installation's full grant")
+	}
+	origin, err := gitcred.ReadOriginString(labels[launchplan.LabelGitHubOrigin])
+	if err != nil {
+		return tokendaemon.Target{}, refuse("the container names no clone origin (label " + launchplan.LabelGitHubOrigin +
+			"), so git in it could not tell where the token may go")
+	}
+	return tokendaemon.Target{ID: name, Repositories: []string{repo.Name}, GitOrigin: origin}, nil
 }
 
 // containerRunning reports whether the container is running, as the

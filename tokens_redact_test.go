@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/podbot/podbot/creds"
+	"github.com/podbot/podbot/gitcred"
 )
 
 // TestLaunchTokenIsRegisteredWithRedactor: the installation token Launch
@@ -22,8 +23,12 @@ func TestLaunchTokenIsRegisteredWithRedactor(t *testing.T) {
 	r := creds.NewRedactor()
 	src := &countingSource{}
 	sb := &Sandbox{}
-	opts := LaunchOptions{RuntimeDir: runtime, TokenSource: src, Redactor: r}
-	if err := sb.prepareToken(context.Background(), opts, "podbot-redact-test", slog.New(slog.DiscardHandler)); err != nil {
+	opts := LaunchOptions{RuntimeDir: runtime, TokenSource: src, Redactor: r, Repo: "octo/demo"}
+	origin, err := gitcred.ParseOrigin("https://github.com/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.prepareToken(context.Background(), opts, "podbot-redact-test", origin, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(sb.token.Dir(), "ghapp_token"))
@@ -35,7 +40,7 @@ func TestLaunchTokenIsRegisteredWithRedactor(t *testing.T) {
 		t.Fatalf("the first token is not masked: %q", got)
 	}
 	// A refresh goes through the same source.
-	refreshed, err := RedactingTokenSource(src, r).InstallationToken(context.Background())
+	refreshed, err := RedactingTokenSource(src, r).InstallationToken(context.Background(), []string{"demo"})
 	if err != nil {
 		t.Fatal(err)
 	}

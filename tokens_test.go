@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/github"
 	"github.com/podbot/podbot/launchplan"
 )
@@ -133,20 +135,26 @@ func newTokenEngine(t *testing.T, ctrs ...fakeCtr) (*tokenEngineFake, *engine.Co
 
 // countingSource mints distinct long-lived tokens.
 type countingSource struct {
-	mu sync.Mutex
-	n  int
+	mu    sync.Mutex
+	n     int
+	repos [][]string
 }
 
-func (s *countingSource) InstallationToken(context.Context) (github.Token, error) {
+func (s *countingSource) InstallationToken(_ context.Context, repositories []string) (github.Token, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n++
+	s.repos = append(s.repos, slices.Clone(repositories))
 	return github.Token{Value: "ghs_test" + strings.Repeat("x", s.n), ExpiresAt: time.Now().Add(time.Hour)}, nil
 }
 
 var (
-	tokenLabels = map[string]string{launchplan.LabelManaged: "true", launchplan.LabelGitHubToken: "true"}
-	plainLabels = map[string]string{launchplan.LabelManaged: "true"}
+	tokenLabels = map[string]string{launchplan.LabelManaged: "true", launchplan.LabelGitHubToken: "true",
+		launchplan.LabelGitHubRepo: "octo-org/demo", launchplan.LabelGitHubOrigin: "https://github.com"}
+	// unscopedLabels are those of a container launched before tokens were
+	// limited to a repository.
+	unscopedLabels = map[string]string{launchplan.LabelManaged: "true", launchplan.LabelGitHubToken: "true"}
+	plainLabels    = map[string]string{launchplan.LabelManaged: "true"}
 )
 
 func TestRunTokenDaemonRefuses(t *testing.T) {
@@ -197,14 +205,24 @@ func TestRunTokenDaemonOneContainer(t *testing.T) {
 	f, conn := newTokenEngine(t, fakeCtr{id: strings.Repeat("c", 64), name: "podbot-claude-one", labels: tokenLabels})
 	runtime := t.TempDir()
 	done := make(chan error, 1)
+	src := &countingSource{}
 	go func() {
 		// The id prefix resolves to the container; the directory is named after its name.
 		done <- RunTokenDaemon(context.Background(), conn, TokenDaemonOptions{
-			Container: "cccc", RuntimeDir: runtime, Source: &countingSource{}, CheckInterval: 5 * time.Millisecond,
+			Container: "cccc", RuntimeDir: runtime, Source: src, CheckInterval: 5 * time.Millisecond,
 		})
 	}()
 	file := filepath.Join(runtime, "podbot", "podbot-claude-one", "ghapp_token")
 	waitForFile(t, file)
+	src.mu.Lock()
+	repos := slices.Clone(src.repos)
+	src.mu.Unlock()
+	if len(repos) == 0 || !slices.Equal(repos[0], []string{"demo"}) {
+		t.Errorf("token requests asked for %v; want the labelled repository demo", repos)
+	}
+	if o, err := gitcred.ReadOrigin(filepath.Join(filepath.Dir(file), "git_origin")); err != nil || o.String() != "https://github.com" {
+		t.Errorf("origin file: %v, %v; want the labelled origin", o, err)
+	}
 	st, err := os.Stat(file)
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v, mode %v; want 0600", err, st.Mode())
@@ -218,10 +236,25 @@ func TestRunTokenDaemonOneContainer(t *testing.T) {
 	}
 }
 
+// TestRunTokenDaemonRefusesUnscoped: a container that names no repository
+// gets no token, since it would carry the installation's full grant.
+func TestRunTokenDaemonRefusesUnscoped(t *testing.T) {
+	_, conn := newTokenEngine(t, fakeCtr{id: strings.Repeat("b", 64), name: "old", labels: unscopedLabels})
+	src := &countingSource{}
+	err := RunTokenDaemon(context.Background(), conn, TokenDaemonOptions{Container: "old", RuntimeDir: t.TempDir(), Source: src})
+	if !errors.Is(err, errdefs.ErrRefused) || !strings.Contains(err.Error(), launchplan.LabelGitHubRepo) {
+		t.Fatalf("RunTokenDaemon of an unscoped container = %v; want a refusal naming %s", err, launchplan.LabelGitHubRepo)
+	}
+	if src.n != 0 {
+		t.Errorf("%d tokens were minted for it", src.n)
+	}
+}
+
 func TestRunTokenDaemonAll(t *testing.T) {
 	f, conn := newTokenEngine(t,
 		fakeCtr{id: strings.Repeat("d", 64), name: "with-token", labels: tokenLabels},
 		fakeCtr{id: strings.Repeat("e", 64), name: "without-token", labels: plainLabels},
+		fakeCtr{id: strings.Repeat("9", 64), name: "unscoped", labels: unscopedLabels},
 	)
 	runtime := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -244,6 +277,9 @@ func TestRunTokenDaemonAll(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(runtime, "podbot", "without-token")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a container without the token label got a token directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(runtime, "podbot", "unscoped")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a container that names no repository got a token directory: %v", err)
 	}
 	// Shutting down keeps the directories: the tokens stay valid for the containers.
 	if _, err := os.Stat(filepath.Join(runtime, "podbot", "with-token", "ghapp_token")); err != nil {

@@ -58,6 +58,8 @@ func isZero(v any) bool {
 		return x == ""
 	case []string:
 		return len(x) == 0
+	case map[string]string:
+		return len(x) == 0
 	}
 	return false
 }

@@ -83,8 +83,16 @@ func decodeFile(path string, data []byte, defs map[string]keyDef, known []string
 	}
 	slices.Sort(keys)
 	out := make(map[string]any, len(flat))
+	tables := map[string]map[string]any{} // map-typed keys, gathered from their flattened entries
 	for _, key := range keys {
 		src := withLine(path, lineOf(lines, key))
+		if parent := knownPrefix(key, known); parent != "" && defs[parent].typ == TypeMap {
+			if tables[parent] == nil {
+				tables[parent] = map[string]any{}
+			}
+			tables[parent][strings.TrimPrefix(key, parent+".")] = flat[key]
+			continue
+		}
 		d, ok := defs[key]
 		if !ok {
 			return nil, unknownFileKey(key, src, known)
@@ -92,6 +100,13 @@ func decodeFile(path string, data []byte, defs map[string]keyDef, known []string
 		v, err := fromTOML(d.typ, flat[key])
 		if err != nil {
 			return nil, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+		}
+		out[key] = v
+	}
+	for key, table := range tables {
+		v, err := fromTOML(TypeMap, table)
+		if err != nil {
+			return nil, &errdefs.ConfigError{Key: key, Source: withLine(path, lineOf(lines, key)), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
 		out[key] = v
 	}

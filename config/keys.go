@@ -18,6 +18,7 @@ const (
 	TypeSize     Type = "size"     // bytes, or a string like "512m"
 	TypeDuration Type = "duration" // Go duration string like "15m"
 	TypeList     Type = "list"     // array of strings; comma-separated in env
+	TypeMap      Type = "map"      // table of string values; NAME=VALUE,... in env
 )
 
 // KeyInfo describes one configuration key.
@@ -44,7 +45,8 @@ type keyDef struct {
 	def    any
 	desc   string
 	// field returns a pointer to the key's field in c: *string, *bool,
-	// *int64, *float64, *ByteSize, *time.Duration or *[]string.
+	// *int64, *float64, *ByteSize, *time.Duration, *[]string or
+	// *map[string]string.
 	field func(c *Config) any
 }
 
@@ -71,6 +73,7 @@ func keyTable() []keyDef {
 		{"github.private_key_path", TypeString, false, "", "Host path of the GitHub App private key (PEM, RSA).", func(c *Config) any { return &c.GitHub.PrivateKeyPath }},
 		{"github.api_url", TypeString, false, "https://api.github.com", "GitHub REST API base URL (set for GitHub Enterprise Server).", func(c *Config) any { return &c.GitHub.APIURL }},
 		{"github.clone_base_url", TypeString, false, "https://github.com/", "Base URL repositories are cloned from.", func(c *Config) any { return &c.GitHub.CloneBaseURL }},
+		{"github.token_permissions", TypeMap, false, DefaultTokenPermissions(), "Permissions of the installation tokens (name = \"read\" or \"write\"); tokens are also limited to the one repository being worked on.", func(c *Config) any { return &c.GitHub.TokenPermissions }},
 		{"github.token_refresh_buffer", TypeDuration, false, 5 * time.Minute, "Refresh an installation token this long before it expires.", func(c *Config) any { return &c.GitHub.TokenRefreshBuffer }},
 
 		{"workspace.source", TypeString, false, SourceGitHubClone, "Where the code comes from: github_clone or host_mount.", func(c *Config) any { return &c.Workspace.Source }},

@@ -39,6 +39,16 @@ type GitHub struct {
 	// TokenRefreshBuffer is how long before expiry a token is refreshed
 	// (github.token_refresh_buffer).
 	TokenRefreshBuffer time.Duration
+	// TokenPermissions are the permissions installation tokens are asked
+	// for, by GitHub permission name ("contents", "pull_requests", ...) with
+	// the level "read" or "write" (github.token_permissions).
+	TokenPermissions map[string]string
+}
+
+// DefaultTokenPermissions returns the default of github.token_permissions:
+// enough to clone, push a branch and open a pull request.
+func DefaultTokenPermissions() map[string]string {
+	return map[string]string{"contents": "write", "pull_requests": "write", "metadata": "read"}
 }
 
 // Configured reports whether any GitHub App setting is present.

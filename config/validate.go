@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -92,6 +93,26 @@ func (c Config) ValidateFor(command string) error {
 		}
 	}
 	return v.err()
+}
+
+// tokenPermissions checks the shape of the token permissions: at least one,
+// each a GitHub permission name (lower case letters and '_') with the level
+// read or write. The github package checks the names against GitHub's list.
+func (v *validator) tokenPermissions(key string, perms map[string]string) {
+	if len(perms) == 0 {
+		v.add(key, errdefs.ErrMissingRequired, "no permissions; installation tokens need at least one, for example { contents = \"write\", metadata = \"read\" }")
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(perms)) {
+		level := perms[name]
+		if name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz_") != "" {
+			v.add(key, errdefs.ErrInvalidValue, "entry %q: %q is not a GitHub permission name (lower case letters and _, such as contents or pull_requests)", name+" = "+level, name)
+			continue
+		}
+		if level != "read" && level != "write" {
+			v.add(key, errdefs.ErrInvalidValue, "entry %q: the level must be \"read\" or \"write\", got %q", name+" = "+level, level)
+		}
+	}
 }
 
 func (v *validator) image(key, ref string) {
@@ -207,6 +228,7 @@ func (g GitHub) validate(v *validator) {
 	}
 	v.baseURL("github.api_url", g.APIURL)
 	v.baseURL("github.clone_base_url", g.CloneBaseURL)
+	v.tokenPermissions("github.token_permissions", g.TokenPermissions)
 	if g.TokenRefreshBuffer <= 0 || g.TokenRefreshBuffer >= time.Hour {
 		v.add("github.token_refresh_buffer", errdefs.ErrInvalidValue,
 			"got %s; expected more than 0 and less than 1h (installation tokens live one hour)", g.TokenRefreshBuffer)

@@ -189,3 +189,20 @@ func TestNearestKey(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateTokenPermissions(t *testing.T) {
+	for name, perms := range map[string]map[string]string{
+		"empty":      {},
+		"bad level":  {"contents": "admin"},
+		"upper name": {"Contents": "write"},
+		"dotted":     {"contents.level": "write"},
+	} {
+		c := Default()
+		c.GitHub.TokenPermissions = perms
+		err := c.Validate()
+		var ce *errdefs.ConfigError
+		if !errors.As(err, &ce) || ce.Key != "github.token_permissions" {
+			t.Errorf("%s: Validate = %v; want a github.token_permissions error", name, err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -68,8 +69,32 @@ func parseText(typ Type, raw string) (any, error) {
 			return nil, fmt.Errorf("list has %d items; at most %d are allowed", len(l), maxListItems)
 		}
 		return l, nil
+	case TypeMap:
+		return parseMap(s)
 	}
 	return nil, fmt.Errorf("unsupported type %s", typ)
+}
+
+// parseMap reads a map as environment variables and flags carry it:
+// comma-separated NAME=VALUE items, trimmed, each name at most once.
+func parseMap(s string) (map[string]string, error) {
+	items := ParseList(s)
+	if len(items) > maxListItems {
+		return nil, fmt.Errorf("map has %d entries; at most %d are allowed", len(items), maxListItems)
+	}
+	out := make(map[string]string, len(items))
+	for _, item := range items {
+		k, v, ok := strings.Cut(item, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("entry %q is not NAME=VALUE", item)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("entry %q names %s twice", item, k)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 func parseNonNegInt(typ Type, s string) (int64, error) {
@@ -180,6 +205,23 @@ func fromTOML(typ Type, v any) (any, error) {
 			out = append(out, s)
 		}
 		return out, nil
+	case TypeMap:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("got %s; expected a table such as { contents = \"write\" }", tomlKind(v))
+		}
+		if len(m) > maxListItems {
+			return nil, fmt.Errorf("table has %d entries; at most %d are allowed", len(m), maxListItems)
+		}
+		out := make(map[string]string, len(m))
+		for k, item := range m {
+			s, ok := item.(string)
+			if !ok {
+				return nil, fmt.Errorf("entry %s is %s; expected a string", k, tomlKind(item))
+			}
+			out[k] = s
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("unsupported type %s", typ)
 }
@@ -250,6 +292,12 @@ func assign(d keyDef, c *Config, v any) error {
 			return fmt.Errorf("internal: %s wants []string, got %T", d.key, v)
 		}
 		*p = slices.Clone(l)
+	case *map[string]string:
+		m, ok := v.(map[string]string)
+		if !ok {
+			return fmt.Errorf("internal: %s wants map[string]string, got %T", d.key, v)
+		}
+		*p = maps.Clone(m)
 	default:
 		return fmt.Errorf("internal: %s has unsupported field type %T", d.key, p)
 	}
@@ -273,6 +321,8 @@ func fieldValue(d keyDef, c *Config) any {
 		return *p
 	case *[]string:
 		return slices.Clone(*p)
+	case *map[string]string:
+		return maps.Clone(*p)
 	}
 	return nil
 }
@@ -295,6 +345,12 @@ func formatValue(v any) string {
 		return x.String()
 	case []string:
 		return strings.Join(x, ",")
+	case map[string]string:
+		items := make([]string, 0, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			items = append(items, k+"="+x[k])
+		}
+		return strings.Join(items, ",")
 	}
 	return fmt.Sprint(v)
 }

@@ -123,11 +123,12 @@ func newGHFixture(t *testing.T, ctx context.Context, e engineUnderTest, ttl time
 }
 
 // launchOptions launches f.name from octo-org/demo, branch feature, with
-// the App's tokens.
+// the App's tokens and the sidecar (git's askpass program in the sandbox).
 func (f *ghFixture) launchOptions() podbot.LaunchOptions {
 	return podbot.LaunchOptions{
 		Config: f.cfg, Intent: launchplan.IntentInteractive, Name: f.name,
 		Repo: "octo-org/demo", Branch: "feature", RuntimeDir: f.rt, TokenSource: f.app,
+		SidecarPath: filepath.Join(suite.bin, "podbot-sidecar"),
 	}
 }
 

@@ -3,8 +3,10 @@ package github
 import (
 	"context"
 	"crypto/rsa"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
@@ -28,6 +30,10 @@ type AppConfig struct {
 	// APIURL is the REST API root (github.api_url). Empty means github.com.
 	// For GitHub Enterprise Server use "https://HOST/api/v3/".
 	APIURL string
+	// TokenPermissions are the permissions installation tokens are asked
+	// for (github.token_permissions): GitHub permission name to "read" or
+	// "write". Nil means DefaultTokenPermissions.
+	TokenPermissions map[string]string
 	// HTTPClient is used for every request; nil means a client with
 	// http.DefaultTransport. Its Transport is wrapped, never modified.
 	HTTPClient *http.Client
@@ -38,6 +44,7 @@ type AppConfig struct {
 type App struct {
 	cfg    AppConfig
 	client *gh.Client
+	perms  *gh.InstallationPermissions
 }
 
 // NewApp checks cfg, loads the private key and builds the API client. It
@@ -55,11 +62,17 @@ func NewApp(cfg AppConfig) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	perms, err := installationPermissions(cfg.TokenPermissions)
+	if err != nil {
+		return nil, err
+	}
 	key, _, err := LoadPrivateKey(cfg.KeyPath)
 	if err != nil {
 		return nil, err
 	}
-	return newApp(cfg, base, key), nil
+	a := newApp(cfg, base, key)
+	a.perms = perms
+	return a, nil
 }
 
 func newApp(cfg AppConfig, base *url.URL, key *rsa.PrivateKey) *App {
@@ -162,13 +175,35 @@ func (a *App) CheckInstallation(ctx context.Context) (Installation, error) {
 }
 
 // InstallationToken mints a new installation access token
-// (POST /app/installations/{id}/access_tokens). The returned expiry is the
-// one GitHub sent; an answer without a token or an expiry is an error.
-func (a *App) InstallationToken(ctx context.Context) (Token, error) {
+// (POST /app/installations/{id}/access_tokens) limited to repositories
+// (names in the installation's account, without the owner) and to the
+// App's TokenPermissions. At least one repository is required: podbot never
+// asks for a token with the installation's full grant. The returned expiry
+// is the one GitHub sent; an answer without a token or an expiry is an
+// error.
+func (a *App) InstallationToken(ctx context.Context, repositories []string) (Token, error) {
 	if err := a.needInstallation(); err != nil {
 		return Token{}, err
 	}
-	tok, resp, err := a.client.Apps.CreateInstallationToken(ctx, a.cfg.InstallationID, nil)
+	if len(repositories) == 0 {
+		return Token{}, &errdefs.ConfigError{Key: "repo", Reason: errdefs.ErrMissingRequired,
+			Msg: "installation tokens are limited to the repository being worked on, and none is known; name it (--repo OWNER/NAME)"}
+	}
+	for _, r := range repositories {
+		if r == "" || strings.ContainsAny(r, "/ \t\n") {
+			return Token{}, &errdefs.ConfigError{Key: "repo", Reason: errdefs.ErrInvalidValue,
+				Msg: fmt.Sprintf("%q is not a repository name (the name alone, without its owner)", r)}
+		}
+	}
+	perms := a.perms
+	if perms == nil {
+		var err error
+		if perms, err = installationPermissions(nil); err != nil {
+			return Token{}, err
+		}
+	}
+	opts := &gh.InstallationTokenOptions{Repositories: slices.Clone(repositories), Permissions: perms}
+	tok, resp, err := a.client.Apps.CreateInstallationToken(ctx, a.cfg.InstallationID, opts)
 	if err != nil {
 		return Token{}, a.apiError(ctx, "installation token", resp, err)
 	}

@@ -58,7 +58,7 @@ func TestValidateAppAndInstallation(t *testing.T) {
 func TestInstallationTokenKeepsGitHubExpiry(t *testing.T) {
 	base := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	app, srv := newTestApp(t, githubtest.Options{TokenTTL: 90 * time.Second, Now: func() time.Time { return base }})
-	tok, err := app.InstallationToken(context.Background())
+	tok, err := app.InstallationToken(context.Background(), []string{"demo"})
 	if err != nil {
 		t.Fatalf("InstallationToken: %v", err)
 	}
@@ -68,7 +68,7 @@ func TestInstallationTokenKeepsGitHubExpiry(t *testing.T) {
 	if !srv.Valid(tok.Value) {
 		t.Error("the server does not accept the token it issued")
 	}
-	second, err := app.InstallationToken(context.Background())
+	second, err := app.InstallationToken(context.Background(), []string{"demo"})
 	if err != nil {
 		t.Fatalf("second InstallationToken: %v", err)
 	}
@@ -162,7 +162,10 @@ func TestAPIErrorMapping(t *testing.T) {
 
 func validate(a *App) error { _, err := a.ValidateApp(context.Background()); return err }
 func check(a *App) error    { _, err := a.CheckInstallation(context.Background()); return err }
-func token(a *App) error    { _, err := a.InstallationToken(context.Background()); return err }
+func token(a *App) error {
+	_, err := a.InstallationToken(context.Background(), []string{"demo"})
+	return err
+}
 
 func TestUnreachableAPI(t *testing.T) {
 	app, srv := newTestApp(t, githubtest.Options{})
@@ -212,7 +215,7 @@ func TestNewAppConfigErrors(t *testing.T) {
 	if app.APIURL() != DefaultAPIURL {
 		t.Errorf("default API URL = %q", app.APIURL())
 	}
-	if _, err := app.InstallationToken(context.Background()); !errors.Is(err, errdefs.ErrMissingRequired) {
+	if _, err := app.InstallationToken(context.Background(), []string{"demo"}); !errors.Is(err, errdefs.ErrMissingRequired) {
 		t.Errorf("InstallationToken without an installation id = %v, want missing required", err)
 	}
 	app, err = NewApp(AppConfig{AppID: 1, KeyPath: keyPath, APIURL: "https://ghe.example.com/api/v3"})
@@ -225,7 +228,7 @@ func TestCanceledContext(t *testing.T) {
 	app, _ := newTestApp(t, githubtest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := app.InstallationToken(ctx); !errors.Is(err, errdefs.ErrGitHub) || !errors.Is(err, context.Canceled) {
+	if _, err := app.InstallationToken(ctx, []string{"demo"}); !errors.Is(err, errdefs.ErrGitHub) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("InstallationToken with a canceled context = %v", err)
 	}
 }

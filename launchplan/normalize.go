@@ -18,6 +18,12 @@ const (
 	// LabelGitHubToken is "true" on a container whose token directory is
 	// mounted (WithTokenMount): podbot token-daemon keeps its token fresh.
 	LabelGitHubToken = "podbot.github_token"
+	// LabelGitHubRepo is the owner/name of the repository a container's
+	// installation tokens are scoped to.
+	LabelGitHubRepo = "podbot.github_repo"
+	// LabelGitHubOrigin is the one origin (scheme://host[:port]) git in the
+	// container may send its token to.
+	LabelGitHubOrigin = "podbot.github_origin"
 )
 
 var (

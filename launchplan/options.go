@@ -4,6 +4,7 @@ import (
 	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/podbot/podbot/errdefs"
@@ -250,6 +251,41 @@ func WithTokenMount(hostFile string) Option {
 			p.Labels = map[string]string{}
 		}
 		p.Labels[LabelGitHubToken] = "true"
+		return nil
+	}
+}
+
+// WithGitHubScope labels a container with the repository (owner/name) its
+// installation tokens are scoped to and the origin (scheme://host[:port]) git
+// may send them to, so podbot token-daemon refreshes a token with the same
+// scope and writes the same origin. The engine keeps labels out of the
+// container's reach.
+func WithGitHubScope(repo, origin string) Option {
+	return func(p *Plan) error {
+		for k, v := range map[string]string{LabelGitHubRepo: repo, LabelGitHubOrigin: origin} {
+			if v == "" || len(v) > 512 || hasControl(v) || strings.ContainsAny(v, " \t") {
+				return configError("github", errdefs.ErrInvalidValue, "label %s needs a value without spaces or control characters, got %q", k, v)
+			}
+		}
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[LabelGitHubRepo], p.Labels[LabelGitHubOrigin] = repo, origin
+		return nil
+	}
+}
+
+// WithGitAskpass makes path git's askpass program in the container
+// (GIT_ASKPASS), replacing any GIT_ASKPASS the plan's environment already
+// holds (from the agent's allowlist), so neither the image's helper nor the
+// host's environment decides who gets the token.
+func WithGitAskpass(path string) Option {
+	return func(p *Plan) error {
+		if err := checkContainerPath("git_askpass", path); err != nil {
+			return err
+		}
+		p.Env = slices.DeleteFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "GIT_ASKPASS=") })
+		p.Env = append(p.Env, "GIT_ASKPASS="+path)
 		return nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/github"
 )
 
@@ -21,9 +22,10 @@ const (
 	DefaultMaxBackoff    = 2 * time.Minute
 )
 
-// TokenSource mints installation tokens; *github.App is one.
+// TokenSource mints installation tokens limited to repositories (names in
+// the installation's account); *github.App is one.
 type TokenSource interface {
-	InstallationToken(ctx context.Context) (github.Token, error)
+	InstallationToken(ctx context.Context, repositories []string) (github.Token, error)
 }
 
 // Options configure a Daemon. Zero durations take the defaults above.
@@ -35,6 +37,14 @@ type Options struct {
 	RuntimeDir string
 	// Source mints tokens.
 	Source TokenSource
+	// Repositories are the repository names (without owner) every token is
+	// limited to; at least one is required.
+	Repositories []string
+	// GitOrigin is the one origin git in the container may send the token
+	// to; it is written to OriginFileName next to the token, where the
+	// sandbox's askpass program reads it. The zero Origin writes nothing,
+	// and git in the container then gets no token at all.
+	GitOrigin gitcred.Origin
 	// Alive reports whether the container is running (not merely exists):
 	// a stopped container must not keep a token on disk, so Run removes
 	// the directory and returns as soon as Alive says false. An error is
@@ -73,6 +83,11 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if opts.Source == nil || opts.Alive == nil {
 		return nil, errors.New("tokendaemon: Options.Source and Options.Alive are required")
+	}
+	if len(opts.Repositories) == 0 {
+		return nil, &errdefs.ContainerError{Op: "token daemon", Container: opts.ContainerID, Reason: errdefs.ErrRefused,
+			Msg:  "no repository is known for this container, and podbot does not mint tokens with the installation's full grant",
+			Hint: "launch the container again with this podbot (it labels the container " + "podbot.github_repo" + ")"}
 	}
 	if opts.RefreshBuffer <= 0 {
 		opts.RefreshBuffer = DefaultRefreshBuffer
@@ -192,13 +207,19 @@ func (d *Daemon) ensureDirs() error {
 	if err := ensurePrivateDir(filepath.Dir(d.dir)); err != nil {
 		return err
 	}
-	return ensurePrivateDir(d.dir)
+	if err := ensurePrivateDir(d.dir); err != nil {
+		return err
+	}
+	if d.opts.GitOrigin != (gitcred.Origin{}) {
+		return writeOriginFile(d.dir, d.opts.GitOrigin)
+	}
+	return nil
 }
 
 // refresh mints a token and writes it; on failure the old one stays.
 func (d *Daemon) refresh(ctx context.Context) error {
 	fetched := d.opts.Clock.Now()
-	tok, err := d.opts.Source.InstallationToken(ctx)
+	tok, err := d.opts.Source.InstallationToken(ctx, d.opts.Repositories)
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func TestRunRefreshesBeforeExpiryAndCleansUp(t *testing.T) {
 			t.Errorf("token dir mode %v, want 0700", p)
 		}
 	}
-	d, err := New(Options{ContainerID: "c0ffee", RuntimeDir: runtime, Source: src,
+	d, err := New(Options{ContainerID: "c0ffee", RuntimeDir: runtime, Source: src, Repositories: testRepos,
 		Alive: aliveUntil(clock, t0.Add(3*time.Hour)), Clock: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestRunBacksOffAndKeepsOldToken(t *testing.T) {
 		}
 	}
 	var logs bytes.Buffer
-	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: src, Clock: clock,
+	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: src, Repositories: testRepos, Clock: clock,
 		Alive: aliveUntil(clock, t0.Add(time.Hour)), MinBackoff: time.Second, MaxBackoff: 8 * time.Second,
 		Jitter: func() float64 { return 0.5 }, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
@@ -141,7 +141,7 @@ func TestRunWhenTokenExpiresDuringFailures(t *testing.T) {
 	clock := newClock()
 	src := &fakeSource{clock: clock, ttl: 2 * time.Minute, fail: func(n int) bool { return n > 1 }}
 	var logs bytes.Buffer
-	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: src, Clock: clock,
+	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: src, Repositories: testRepos, Clock: clock,
 		Alive: aliveUntil(clock, t0.Add(10*time.Minute)), MinBackoff: time.Second, MaxBackoff: 20 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -171,7 +171,7 @@ func TestRunWhenTokenExpiresDuringFailures(t *testing.T) {
 func TestPrepareThenRun(t *testing.T) {
 	clock := newClock()
 	src := &fakeSource{clock: clock, ttl: time.Hour}
-	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: src, Clock: clock,
+	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: src, Repositories: testRepos, Clock: clock,
 		Alive: aliveUntil(clock, t0.Add(30*time.Minute))})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func TestPrepareThenRun(t *testing.T) {
 func TestPrepareFailure(t *testing.T) {
 	clock := newClock()
 	src := &fakeSource{clock: clock, ttl: time.Hour, fail: func(int) bool { return true }}
-	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: src, Clock: clock, Alive: aliveUntil(clock, t0)})
+	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: src, Repositories: testRepos, Clock: clock, Alive: aliveUntil(clock, t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestRunStopsOnContextAndToleratesAliveErrors(t *testing.T) {
 		}
 		return false, errors.New("engine unreachable")
 	}
-	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: src, Clock: clock, Alive: alive})
+	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: src, Repositories: testRepos, Clock: clock, Alive: alive})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestRunStopsOnContextAndToleratesAliveErrors(t *testing.T) {
 func TestRunRefusesBadToken(t *testing.T) {
 	clock := newClock()
 	bad := &badValueSource{clock: clock}
-	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: bad, Clock: clock, Alive: aliveUntil(clock, t0)})
+	d, err := New(Options{ContainerID: "box", RuntimeDir: t.TempDir(), Source: bad, Repositories: testRepos, Clock: clock, Alive: aliveUntil(clock, t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestRunStopsAndRemovesTokenForStoppedContainer(t *testing.T) {
 	clock := newClock()
 	ctr := &fakeContainer{clock: clock, exists: true, running: true, stopAt: t0.Add(70 * time.Minute)}
 	src := &fakeSource{clock: clock, ttl: time.Hour}
-	d, err := New(Options{ContainerID: "kept", RuntimeDir: t.TempDir(), Source: src, Alive: ctr.alive, Clock: clock})
+	d, err := New(Options{ContainerID: "kept", RuntimeDir: t.TempDir(), Source: src, Repositories: []string{"demo"}, Alive: ctr.alive, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,11 +46,13 @@ type fakeSource struct {
 	fail   func(n int) bool
 	before func(n int)
 	calls  []time.Time
+	repos  [][]string
 }
 
-func (s *fakeSource) InstallationToken(context.Context) (github.Token, error) {
+func (s *fakeSource) InstallationToken(_ context.Context, repositories []string) (github.Token, error) {
 	s.mu.Lock()
 	s.calls = append(s.calls, s.clock.Now())
+	s.repos = append(s.repos, repositories)
 	n := len(s.calls)
 	s.mu.Unlock()
 	if s.before != nil {
@@ -76,7 +78,7 @@ func aliveUntil(c *fakeClock, end time.Time) func(context.Context) (bool, error)
 // badValueSource returns a token value with a newline in it.
 type badValueSource struct{ clock *fakeClock }
 
-func (s *badValueSource) InstallationToken(context.Context) (github.Token, error) {
+func (s *badValueSource) InstallationToken(context.Context, []string) (github.Token, error) {
 	return github.Token{Value: "ghs_x\nevil", ExpiresAt: s.clock.Now().Add(time.Hour)}, nil
 }
 

@@ -7,18 +7,32 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/podbot/podbot/gitcred"
 )
 
 // DefaultListInterval is how often a Manager asks for containers.
 const DefaultListInterval = 30 * time.Second
 
+// Target is one container that needs tokens, with what its tokens are for.
+type Target struct {
+	// ID is the container id or name; it names the token directory.
+	ID string
+	// Repositories limit the container's tokens (Options.Repositories).
+	Repositories []string
+	// GitOrigin is where git in the container may send them
+	// (Options.GitOrigin).
+	GitOrigin gitcred.Origin
+}
+
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
-	// Daemon holds the settings shared by every container's daemon;
-	// its ContainerID and Alive fields are ignored.
+	// Daemon holds the settings shared by every container's daemon; its
+	// ContainerID, Alive, Repositories and GitOrigin fields are taken from
+	// each Target.
 	Daemon Options
-	// List returns the ids of the containers that need tokens.
-	List func(ctx context.Context) ([]string, error)
+	// List returns the containers that need tokens.
+	List func(ctx context.Context) ([]Target, error)
 	// Alive reports whether the container id is running.
 	Alive func(ctx context.Context, id string) (bool, error)
 	// ListInterval is how often List is called.
@@ -76,15 +90,15 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer wg.Wait()
 	refused := map[string]bool{} // ids already reported as unusable
 	for {
-		ids, err := m.opts.List(ctx)
+		targets, err := m.opts.List(ctx)
 		if err != nil && ctx.Err() == nil {
 			m.log.Warn("cannot list containers that need tokens", "err", err)
 		}
-		for _, id := range ids {
+		for _, target := range targets {
 			if ctx.Err() != nil {
 				break
 			}
-			m.start(ctx, &wg, id, refused)
+			m.start(ctx, &wg, target, refused)
 		}
 		if err := m.opts.Daemon.Clock.Sleep(ctx, m.opts.ListInterval); err != nil {
 			return nil
@@ -92,14 +106,17 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
-func (m *Manager) start(ctx context.Context, wg *sync.WaitGroup, id string, refused map[string]bool) {
+func (m *Manager) start(ctx context.Context, wg *sync.WaitGroup, target Target, refused map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	id := target.ID
 	if m.running[id] {
 		return
 	}
 	opts := m.opts.Daemon
 	opts.ContainerID = id
+	opts.Repositories = slices.Clone(target.Repositories)
+	opts.GitOrigin = target.GitOrigin
 	opts.Alive = func(ctx context.Context) (bool, error) { return m.opts.Alive(ctx, id) }
 	d, err := New(opts)
 	if err != nil {

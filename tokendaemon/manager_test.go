@@ -46,7 +46,7 @@ func TestManagerRunsOneDaemonPerContainer(t *testing.T) {
 	defer cancel()
 	var m *Manager
 	listCalls := 0
-	list := func(context.Context) ([]string, error) {
+	list := func(context.Context) ([]Target, error) {
 		listCalls++
 		switch {
 		case listCalls > 100000:
@@ -61,10 +61,10 @@ func TestManagerRunsOneDaemonPerContainer(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		var live []string
+		var live []Target
 		for _, id := range ids {
 			if !seen[id] {
-				live = append(live, id)
+				live = append(live, Target{ID: id, Repositories: testRepos})
 			}
 		}
 		if len(live) == 1 && listCalls >= 3 && len(m.Running()) == 0 {
@@ -109,7 +109,7 @@ func TestManagerRunsOneDaemonPerContainer(t *testing.T) {
 
 func TestNewManagerChecksOptions(t *testing.T) {
 	src := &fakeSource{clock: newClock()}
-	list := func(context.Context) ([]string, error) { return nil, nil }
+	list := func(context.Context) ([]Target, error) { return nil, nil }
 	alive := func(context.Context, string) (bool, error) { return true, nil }
 	if _, err := NewManager(ManagerOptions{Daemon: Options{RuntimeDir: "", Source: src}, List: list, Alive: alive}); err == nil {
 		t.Error("an empty runtime dir must be refused")

@@ -8,11 +8,15 @@ import (
 	"path/filepath"
 
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/gitcred"
 )
 
 const (
 	// TokenFileName is the token file's name in a container's directory.
 	TokenFileName = "ghapp_token"
+	// OriginFileName is the file next to the token that names the one
+	// origin (scheme://host[:port]) git may send the token to.
+	OriginFileName = gitcred.OriginFileName
 	// ContainerSecretsDir is where a container's token directory is
 	// mounted read-only inside the container.
 	ContainerSecretsDir = "/run/secrets"

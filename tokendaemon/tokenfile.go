@@ -8,23 +8,39 @@ import (
 	"unicode"
 
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/gitcred"
 )
 
 // maxTokenLen bounds a token value; GitHub's are about 40 bytes.
 const maxTokenLen = 4096
 
-// writeTokenFile replaces dir/ghapp_token with value atomically: a 0600
-// temporary file in dir is written and synced, renamed over the old file,
-// and the directory is synced so the rename survives a crash.
-func writeTokenFile(dir, value string) (err error) {
+// writeTokenFile replaces dir/ghapp_token with value atomically.
+func writeTokenFile(dir, value string) error {
 	if value == "" || len(value) > maxTokenLen || strings.ContainsFunc(value, func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}) {
 		return &errdefs.GitHubError{Op: "installation token", Reason: errdefs.ErrInvalidValue,
 			Msg: "GitHub returned a token that is empty, too long or holds whitespace; refusing to write it"}
 	}
-	final := filepath.Join(dir, TokenFileName)
-	tmp, err := os.CreateTemp(dir, "."+TokenFileName+"-*")
+	return writeFileAtomic(dir, TokenFileName, value)
+}
+
+// writeOriginFile replaces dir/git_origin with the canonical origin and a
+// newline, atomically.
+func writeOriginFile(dir string, origin gitcred.Origin) error {
+	if origin.String() == "" {
+		return &errdefs.ConfigError{Key: "github.clone_base_url", Reason: errdefs.ErrMissingRequired,
+			Msg: "no clone origin to write next to the token"}
+	}
+	return writeFileAtomic(dir, OriginFileName, origin.String()+"\n")
+}
+
+// writeFileAtomic replaces dir/name with value atomically: a 0600
+// temporary file in dir is written and synced, renamed over the old file,
+// and the directory is synced so the rename survives a crash.
+func writeFileAtomic(dir, name, value string) (err error) {
+	final := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
 	if err != nil {
 		return &errdefs.FilesystemError{Op: "create", Path: dir, Msg: "cannot create a temporary token file", Err: err}
 	}

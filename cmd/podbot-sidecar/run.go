@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/podbot/podbot/gitcred"
 )
 
 const usage = `usage: podbot-sidecar <command> [flags]
@@ -14,6 +16,10 @@ commands:
   serve [--root DIR] [--tmp DIR]   serve the podbot tools over MCP on stdio
   init                             run as PID 1: stay alive, reap zombies
   version                          print the version
+
+As git's askpass program (GIT_ASKPASS), podbot-sidecar takes git's prompt as
+its only argument and answers it with the GitHub token only for the clone
+origin in /run/secrets/git_origin.
 `
 
 // errUsage marks a command line that could not be understood.
@@ -40,6 +46,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: a command is required", errUsage)
+	}
+	if len(args) == 1 && gitcred.LooksLikePrompt(args[0]) {
+		return askpass(args[0], gitcred.OriginPath, gitcred.TokenPath, stdout)
 	}
 	switch args[0] {
 	case "serve":

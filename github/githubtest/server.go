@@ -14,8 +14,10 @@ import (
 	"crypto/rsa"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +71,14 @@ type issued struct {
 	expiresAt time.Time
 }
 
+// TokenRequest is the body of one token request: the repository names and
+// permissions the token was asked to be limited to (both empty when the
+// request asked for the installation's full grant).
+type TokenRequest struct {
+	Repositories []string          `json:"repositories"`
+	Permissions  map[string]string `json:"permissions"`
+}
+
 // Server is a running fake GitHub API.
 type Server struct {
 	// URL is the API root with a trailing slash; use it as the App's API URL.
@@ -84,6 +94,7 @@ type Server struct {
 	badJWTs    int
 	requests   map[string]int
 	lastJWTErr string
+	scopes     []TokenRequest
 }
 
 // NewServer starts a fake GitHub API that trusts JWTs signed by the private
@@ -162,6 +173,14 @@ func (s *Server) Requests(route string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests[route]
+}
+
+// TokenRequests returns the bodies of the token requests answered so far,
+// oldest first.
+func (s *Server) TokenRequests() []TokenRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.scopes)
 }
 
 // RejectedJWTs reports how many requests carried a JWT that failed
@@ -281,6 +300,23 @@ func (s *Server) handleAccessTokens(w http.ResponseWriter, r *http.Request) {
 	if !s.installationOK(w, r) {
 		return
 	}
+	var req TokenRequest
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"message": "Problems parsing JSON"})
+			return
+		}
+	}
+	for name, level := range req.Permissions {
+		if level != "read" && level != "write" {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{
+				"message": "The permission " + name + " must be read or write"})
+			return
+		}
+	}
+	s.mu.Lock()
+	s.scopes = append(s.scopes, req)
+	s.mu.Unlock()
 	var raw [20]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"message": "entropy unavailable"})
@@ -294,8 +330,15 @@ func (s *Server) handleAccessTokens(w http.ResponseWriter, r *http.Request) {
 		"token":                tok.value,
 		"expires_at":           tok.expiresAt.UTC().Format(time.RFC3339Nano),
 		"permissions":          map[string]string{"contents": "write", "metadata": "read"},
-		"repository_selection": "all",
+		"repository_selection": selection(req),
 	})
+}
+
+func selection(req TokenRequest) string {
+	if len(req.Repositories) > 0 {
+		return "selected"
+	}
+	return "all"
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {
