@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/podbot/podbot/config"
@@ -53,6 +54,11 @@ type LaunchOptions struct {
 	// HostPath, when set, bind-mounts this host directory as the workspace
 	// (it overrides workspace.host_path and selects host_mount).
 	HostPath string
+	// ConfigFiles are the paths podbot's configuration was, or would be,
+	// read from (config.Loaded.Searched). A host-mount workspace that holds
+	// any of them, or github.private_key_path, is refused: the sandboxed
+	// agent could rewrite podbot's own settings, or read the App's key.
+	ConfigFiles []string
 	// ExtraArgs are appended to the agent's command.
 	ExtraArgs []string
 	// Name overrides the container name.
@@ -231,6 +237,9 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	case hostPath != "":
 		m, err := workspace.ResolveHostMount(hostPath, cfg.Workspace.ContainerPath, cfg.Workspace.AllowedRoots)
 		if err != nil {
+			return launchplan.Request{}, nil, err
+		}
+		if err := checkTrustedFiles(m, opts.ConfigFiles, cfg.GitHub.PrivateKeyPath); err != nil {
 			return launchplan.Request{}, nil, err
 		}
 		req.Workspace = launchplan.Workspace{Strategy: launchplan.WorkspaceHostMount, HostPath: m.Source, ContainerPath: m.Target}
@@ -416,4 +425,47 @@ func (sb *Sandbox) Close(ctx context.Context, remove bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkTrustedFiles refuses a host-mount workspace that holds (or reaches
+// through a symlink the sandbox could repoint) a file podbot trusts:
+// a config file that sets podbot's security settings, or the GitHub App
+// private key. Errors are *errdefs.ConfigError with ErrRefused, or
+// *errdefs.FilesystemError when a path cannot be resolved.
+func checkTrustedFiles(m workspace.Mount, configFiles []string, privateKey string) error {
+	where := fmt.Sprintf("the host-mount workspace %s (mounted at %s)", m.Source, m.Target)
+	for _, f := range configFiles {
+		resolved, inside, err := m.Holds(f)
+		if err != nil {
+			return err
+		}
+		if inside {
+			return &errdefs.ConfigError{Key: "workspace.host_path", Reason: errdefs.ErrRefused,
+				Msg: fmt.Sprintf("podbot's config file %s%s lies inside %s: the sandboxed agent could write podbot's "+
+					"settings (sandbox.privileged, agent.allow_host_delegation, ...) for the next launch; keep the config "+
+					"file outside the workspace and name it with --config or PODBOT_CONFIG_PATH, or mount a directory "+
+					"that does not hold it", f, resolvedNote(f, resolved), where)}
+		}
+	}
+	if privateKey != "" {
+		resolved, inside, err := m.Holds(privateKey)
+		if err != nil {
+			return err
+		}
+		if inside {
+			return &errdefs.ConfigError{Key: "github.private_key_path", Reason: errdefs.ErrRefused,
+				Msg: fmt.Sprintf("the GitHub App private key %s%s lies inside %s: the sandboxed agent could read or "+
+					"replace it; move the key outside the workspace and set github.private_key_path to its new path, "+
+					"or mount a directory that does not hold it", privateKey, resolvedNote(privateKey, resolved), where)}
+		}
+	}
+	return nil
+}
+
+// resolvedNote names where p resolves to, when that differs from p.
+func resolvedNote(p, resolved string) string {
+	if abs, err := filepath.Abs(p); err == nil && abs == resolved {
+		return ""
+	}
+	return " (resolved " + resolved + ")"
 }

@@ -616,3 +616,29 @@ func TestValidateForFillsEverySource(t *testing.T) {
 		t.Errorf("sources = %v, want %v", sources, want)
 	}
 }
+
+// TestLoadedSearched: Searched names every file that decides the
+// configuration, so a caller can keep them out of the sandbox's reach.
+func TestLoadedSearched(t *testing.T) {
+	opts, dir := hermetic(t)
+	xdg := filepath.Join(dir, "xdg", "podbot", "config.toml")
+	home := filepath.Join(dir, "home", ".config", "podbot", "config.toml")
+	sys := filepath.Join(dir, "etc", "podbot", "config.toml")
+	if got := mustLoad(t, opts).Searched; !reflect.DeepEqual(got, []string{xdg, home, sys}) {
+		t.Errorf("no file: Searched = %v, want every default location", got)
+	}
+	writeFile(t, home, "")
+	if got := mustLoad(t, opts).Searched; !reflect.DeepEqual(got, []string{xdg, home}) {
+		t.Errorf("home file: Searched = %v, want the locations up to the one read", got)
+	}
+	envFile := writeFile(t, filepath.Join(dir, "env.toml"), "")
+	opts.Environ = []string{"PODBOT_CONFIG_PATH=" + envFile}
+	if got := mustLoad(t, opts).Searched; !reflect.DeepEqual(got, []string{envFile}) {
+		t.Errorf("PODBOT_CONFIG_PATH: Searched = %v", got)
+	}
+	flagFile := writeFile(t, filepath.Join(dir, "flag.toml"), "")
+	opts.ConfigPath = flagFile
+	if got := mustLoad(t, opts).Searched; !reflect.DeepEqual(got, []string{flagFile}) {
+		t.Errorf("--config: Searched = %v", got)
+	}
+}

@@ -124,7 +124,7 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 	if err != nil {
 		return err
 	}
-	lo, err := f.launchOptions(ctx, loaded.Config, launchplan.IntentHosting)
+	lo, err := f.launchOptions(ctx, loaded, launchplan.IntentHosting)
 	if err != nil {
 		return err
 	}
