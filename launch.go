@@ -57,6 +57,11 @@ type LaunchOptions struct {
 	// HostPath, when set, bind-mounts this host directory as the workspace
 	// (it overrides workspace.host_path and selects host_mount).
 	HostPath string
+	// ConfigFiles are the paths podbot's configuration was, or would be,
+	// read from (config.Loaded.Searched). A host-mount workspace that holds
+	// any of them, or github.private_key_path, is refused: the sandboxed
+	// agent could rewrite podbot's own settings, or read the App's key.
+	ConfigFiles []string
 	// ExtraArgs are appended to the agent's command.
 	ExtraArgs []string
 	// Name overrides the container name.
@@ -70,9 +75,6 @@ type LaunchOptions struct {
 	HostHome string
 	// RuntimeDir is $XDG_RUNTIME_DIR, where token directories live.
 	RuntimeDir string
-	// ConfigFiles are the config files the configuration was read from; a
-	// host mount may not expose them.
-	ConfigFiles []string
 	// GitConfig reads the host's git configuration; nil skips the git identity step.
 	GitConfig func(key string) (string, error)
 	// TokenSource mints GitHub installation tokens; nil means no token.
@@ -252,6 +254,9 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	case hostPath != "":
 		m, err := workspace.ResolveHostMount(hostPath, cfg.Workspace.ContainerPath, hostMountPolicy(opts, req.EngineSocketPaths))
 		if err != nil {
+			return launchplan.Request{}, nil, err
+		}
+		if err := checkTrustedFiles(m, opts.ConfigFiles, cfg.GitHub.PrivateKeyPath); err != nil {
 			return launchplan.Request{}, nil, err
 		}
 		req.Workspace = launchplan.Workspace{Strategy: launchplan.WorkspaceHostMount, HostPath: m.Source, ContainerPath: m.Target}
@@ -533,8 +538,8 @@ func (sb *Sandbox) Close(ctx context.Context, remove bool) error {
 
 // hostMountPolicy is what a host-mount workspace is checked against: the
 // allowed roots, and every host path that would let the sandbox out or
-// carry a secret away (podbot's config and token directories, the GitHub
-// App key, the engine socket, the home directory and its credentials).
+// carry a secret away (podbot's config and token directories, the engine
+// socket, the home directory and its credentials).
 func hostMountPolicy(opts LaunchOptions, sockets []string) workspace.HostMountPolicy {
 	cfg := opts.Config
 	p := workspace.HostMountPolicy{
@@ -547,11 +552,9 @@ func hostMountPolicy(opts LaunchOptions, sockets []string) workspace.HostMountPo
 			p.Protected = append(p.Protected, workspace.Protected{Path: path, What: what})
 		}
 	}
-	for _, f := range opts.ConfigFiles {
-		add(f, "podbot's config file")
-	}
+	// Config files and the App key themselves are checkTrustedFiles' job;
+	// these are the directories around them.
 	add("/etc/podbot", "podbot's system config directory")
-	add(cfg.GitHub.PrivateKeyPath, "the GitHub App private key")
 	if opts.RuntimeDir != "" {
 		add(filepath.Join(opts.RuntimeDir, "podbot"), "podbot's token directories")
 	}
@@ -559,4 +562,47 @@ func hostMountPolicy(opts LaunchOptions, sockets []string) workspace.HostMountPo
 		add(s, "the container engine socket")
 	}
 	return p
+}
+
+// checkTrustedFiles refuses a host-mount workspace that holds (or reaches
+// through a symlink the sandbox could repoint) a file podbot trusts:
+// a config file that sets podbot's security settings, or the GitHub App
+// private key. Errors are *errdefs.ConfigError with ErrRefused, or
+// *errdefs.FilesystemError when a path cannot be resolved.
+func checkTrustedFiles(m workspace.Mount, configFiles []string, privateKey string) error {
+	where := fmt.Sprintf("the host-mount workspace %s (mounted at %s)", m.Source, m.Target)
+	for _, f := range configFiles {
+		resolved, inside, err := m.Holds(f)
+		if err != nil {
+			return err
+		}
+		if inside {
+			return &errdefs.ConfigError{Key: "workspace.host_path", Reason: errdefs.ErrRefused,
+				Msg: fmt.Sprintf("podbot's config file %s%s lies inside %s: the sandboxed agent could write podbot's "+
+					"settings (sandbox.privileged, agent.allow_host_delegation, ...) for the next launch; keep the config "+
+					"file outside the workspace and name it with --config or PODBOT_CONFIG_PATH, or mount a directory "+
+					"that does not hold it", f, resolvedNote(f, resolved), where)}
+		}
+	}
+	if privateKey != "" {
+		resolved, inside, err := m.Holds(privateKey)
+		if err != nil {
+			return err
+		}
+		if inside {
+			return &errdefs.ConfigError{Key: "github.private_key_path", Reason: errdefs.ErrRefused,
+				Msg: fmt.Sprintf("the GitHub App private key %s%s lies inside %s: the sandboxed agent could read or "+
+					"replace it; move the key outside the workspace and set github.private_key_path to its new path, "+
+					"or mount a directory that does not hold it", privateKey, resolvedNote(privateKey, resolved), where)}
+		}
+	}
+	return nil
+}
+
+// resolvedNote names where p resolves to, when that differs from p.
+func resolvedNote(p, resolved string) string {
+	if abs, err := filepath.Abs(p); err == nil && abs == resolved {
+		return ""
+	}
+	return " (resolved " + resolved + ")"
 }

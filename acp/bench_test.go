@@ -32,11 +32,16 @@ func BenchmarkPolicyFrame(b *testing.B) {
 		{"agent-request-refused", agent, frameOf(1024, `{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/%s"}}`)},
 		{"client-initialize-masked", client, frameOf(1024, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true},"clientInfo":{"name":"%s"}}}`)},
 		{"client-response-forwarded", client, frameOf(1024, `{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"%s"}}}`)},
+		{"agent-response-forwarded", agent, frameOf(1024, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn","_meta":{"x":"%s"}}}`)},
+		{"agent-initialize-response-masked", agent, frameOf(1024, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true},"authMethods":[{"id":"a","name":"A"},{"id":"t","name":"T","type":"terminal","args":["--login"]}],"agentInfo":{"name":"%s"}}}`)},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			f := newFilter(Policy{})
 			ctx := context.Background()
+			// The client has initialized: its id (0) is tracked, as in any
+			// real session.
+			f.frame(ctx, client, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}`+"\n"))
 			samples := make([]time.Duration, 0, min(b.N, 1<<20))
 			b.SetBytes(int64(len(c.msg)))
 			b.ReportAllocs()

@@ -6,12 +6,28 @@
 // space). Bridge copies those lines between the client's stdio and the
 // agent's exec stream and applies the Policy:
 //
-//   - ACP masking: every initialize request from the client has
-//     clientCapabilities.fs, clientCapabilities.terminal,
-//     clientCapabilities.auth.terminal and clientCapabilities._meta["terminal-auth"]
-//     removed before the agent sees it, so the agent never learns that it
-//     could run code or touch files on the client's host. Everything else is
-//     kept; frames that are not changed are forwarded byte for byte.
+//   - ACP masking: every initialize request from the client has fs,
+//     terminal, auth.terminal and _meta["terminal-auth"] removed from its
+//     clientCapabilities (protocol v1) and capabilities (v2) before the
+//     agent sees it, so the agent never learns that it could run code or
+//     touch files on the client's host. Everything else is kept; frames that
+//     are not changed are forwarded byte for byte.
+//   - ACP terminal authentication: the ids of the client's initialize
+//     requests are remembered (at most 8 distinct ids per connection; a
+//     further initialize is refused with -32600 rather than one forgotten).
+//     Every agent response with such an id, compared as the client would
+//     read it ("\u0031", 1.0 and 1 are one id), loses from its result the
+//     authMethods entries of type "terminal", _meta["terminal-auth"] on each
+//     method and on the result, and auth.terminal, auth._meta["terminal-auth"]
+//     and _meta["terminal-auth"] under agentCapabilities (v1) and
+//     capabilities (v2); an authMethods that is not an array is removed.
+//     Any error response loses the same entries from error.authMethods and
+//     error.data.authMethods. Such entries would have the client relaunch
+//     its configured agent program (podbot itself) with arguments and
+//     environment the agent chose, or run a command the agent named, on the
+//     client's host. Each removal is logged at Warn, naming where it was and
+//     never the values. AllowTerminalAuth turns this (and the removal of the
+//     client's terminal auth capability) off, and is logged.
 //   - ACP refusal: requests from the agent for fs/*, terminal/* and mcp/*
 //     never reach the client. podbot answers the agent itself with a
 //     JSON-RPC error (-32601) that carries the request's id exactly as sent,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"unicode/utf8"
 )
@@ -62,13 +63,18 @@ type filter struct {
 	p        Policy
 	log      *slog.Logger
 	answered answeredIDs
+	// maskAuth says whether terminal authentication is masked in both
+	// directions (ACP without agent.allow_terminal_auth).
+	maskAuth bool
+	// inits holds the ids of the client's initialize requests.
+	inits initIDs
 	// members is each sender's buffer for a frame's top-level members,
 	// reused from frame to frame.
 	members [2][]member
 }
 
 func newFilter(p Policy) *filter {
-	return &filter{p: p, log: p.logger()}
+	return &filter{p: p, log: p.logger(), maskAuth: p.Mode == ModeACP && !p.AllowTerminalAuth}
 }
 
 // frame decides the fate of one frame sent by from.
@@ -89,6 +95,9 @@ func (f *filter) frame(ctx context.Context, from peer, frame []byte) verdict {
 		return verdict{}
 	}
 	if !m.hasMethod {
+		if from == agent && f.maskAuth {
+			return f.agentResponse(ctx, &m, frame, term)
+		}
 		return verdict{forward: frame}
 	}
 	if from == client {
@@ -97,16 +106,23 @@ func (f *filter) frame(ctx context.Context, from peer, frame []byte) verdict {
 	return f.fromAgent(ctx, &m, frame, term)
 }
 
-// fromClient masks initialize and swallows cancels podbot answered.
+// fromClient masks initialize, remembers its id, and swallows cancels
+// podbot answered.
 func (f *filter) fromClient(ctx context.Context, m *message, frame, term []byte) verdict {
 	switch {
 	case equalFoldASCII(m.method, "initialize"):
-		params, changed, err := maskInitializeParams(m.params)
+		params, changed, err := maskInitializeParams(m.params, f.p.AllowTerminalAuth)
 		if err != nil {
 			f.log.WarnContext(ctx, "acp: refused an initialize request whose params cannot be masked",
 				"reason", err.Error())
 			return f.answer(client, m, term, CodeInvalidParams,
 				"initialize params must be a JSON object; podbot could not remove the client's host capabilities", nil)
+		}
+		if f.maskAuth && m.hasID && !f.inits.add(m.id) {
+			f.log.WarnContext(ctx, "acp: refused an initialize request beyond the number podbot tracks",
+				"limit", maxInitIDs)
+			return f.answer(client, m, term, CodeInvalidRequest,
+				fmt.Sprintf("podbot accepts at most %d initialize requests with distinct ids on one connection", maxInitIDs), nil)
 		}
 		if !changed {
 			return verdict{forward: frame}

@@ -18,6 +18,7 @@ type node struct {
 	members []kv   // object
 	items   []node // array
 	str     *string
+	num     *float64
 }
 
 type kv struct {
@@ -61,6 +62,8 @@ func decodeNode(dec *json.Decoder) (node, error) {
 		return n, err
 	case string:
 		return node{str: &t}, nil
+	case float64:
+		return node{num: &t}, nil
 	}
 	return node{}, nil
 }
@@ -160,11 +163,122 @@ func blockedToClient(out string, mode Mode) (string, bool) {
 	return "", false
 }
 
+// sameID reports whether a receiver would take a and b for the same id:
+// equal strings or equal numbers.
+func sameID(a, b node) bool {
+	switch {
+	case a.str != nil && b.str != nil:
+		return *a.str == *b.str
+	case a.num != nil && b.num != nil:
+		return *a.num == *b.num
+	}
+	return false
+}
+
+// initializeIDs returns the ids of the initialize requests in out.
+func initializeIDs(out string) []node {
+	var ids []node
+	for _, msg := range messages(out) {
+		for _, method := range methodsOf(msg) {
+			if strings.EqualFold(method, "initialize") {
+				ids = append(ids, msg.get("id")...)
+			}
+		}
+	}
+	return ids
+}
+
+// terminalAuthIn reports terminal authentication in a list of auth methods.
+func terminalAuthIn(methods node) (string, bool) {
+	for _, m := range methods.items {
+		for _, typ := range m.get("type") {
+			if typ.str != nil && strings.EqualFold(*typ.str, "terminal") {
+				return "a terminal auth method", true
+			}
+		}
+		for _, meta := range m.get("_meta") {
+			if len(meta.get("terminal-auth")) > 0 {
+				return "an auth method's _meta terminal-auth", true
+			}
+		}
+	}
+	return "", false
+}
+
+// unmaskedTerminalAuth reports terminal authentication on the client's
+// stdout: in the response to an initialize with one of ids, or in an
+// error's auth methods.
+func unmaskedTerminalAuth(out string, ids []node) (string, bool) {
+	for _, msg := range messages(out) {
+		isInit := false
+		for _, id := range msg.get("id") {
+			for _, want := range ids {
+				isInit = isInit || sameID(id, want)
+			}
+		}
+		for _, e := range msg.get("error") {
+			for _, am := range e.get("authMethods") {
+				if what, bad := terminalAuthIn(am); bad {
+					return "error: " + what, true
+				}
+			}
+			for _, data := range e.get("data") {
+				for _, am := range data.get("authMethods") {
+					if what, bad := terminalAuthIn(am); bad {
+						return "error data: " + what, true
+					}
+				}
+			}
+		}
+		if !isInit {
+			continue
+		}
+		for _, res := range msg.get("result") {
+			for _, am := range res.get("authMethods") {
+				if am.members != nil {
+					return "authMethods that is an object", true
+				}
+				if what, bad := terminalAuthIn(am); bad {
+					return what, true
+				}
+			}
+			for _, meta := range res.get("_meta") {
+				if len(meta.get("terminal-auth")) > 0 {
+					return "result _meta terminal-auth", true
+				}
+			}
+			for _, name := range []string{"agentCapabilities", "capabilities"} {
+				for _, caps := range res.get(name) {
+					for _, meta := range caps.get("_meta") {
+						if len(meta.get("terminal-auth")) > 0 {
+							return name + "._meta terminal-auth", true
+						}
+					}
+					for _, auth := range caps.get("auth") {
+						if len(auth.get("terminal")) > 0 {
+							return name + ".auth.terminal", true
+						}
+						for _, meta := range auth.get("_meta") {
+							if len(meta.get("terminal-auth")) > 0 {
+								return name + ".auth._meta terminal-auth", true
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return "", false
+}
+
 func checkInvariants(t *testing.T, p Policy, toAgent, toClient string) {
 	t.Helper()
 	if p.Mode == ModeACP {
 		if what, bad := unmaskedInitialize(toAgent); bad {
 			t.Fatalf("an initialize offering %s reached the agent:\n%q", what, toAgent)
+		}
+		if what, bad := unmaskedTerminalAuth(toClient, initializeIDs(toAgent)); bad {
+			t.Fatalf("%s reached the client:\n%q", what, toClient)
 		}
 	}
 	if method, bad := blockedToClient(toClient, p.Mode); bad {
@@ -262,6 +376,36 @@ func FuzzPolicy(f *testing.F) {
 	})
 }
 
+// agentResponseSeeds are initialize answers a hostile agent might give.
+var agentResponseSeeds = []string{
+	`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"t","name":"T","type":"terminal","args":["--allow-host-delegation"],"env":{"PODBOT_SANDBOX_PRIVILEGED":"true"}},{"id":"a","name":"A"}]}}` + "\n",
+	`{"jsonrpc":"2.0","id":0,"result":{"authMethods":[{"id":"l","name":"L","_meta":{"terminal-auth":{"command":"/bin/sh","args":["-c","x"]}}}],"_meta":{"terminal-auth":{}}}}` + "\n",
+	`{"jsonrpc":"2.0","id":0.0,"result":{"protocolVersion":2,"capabilities":{"auth":{"terminal":{},"_meta":{"terminal-auth":1}},"_meta":{"terminal-auth":1}},"authMethods":[{"methodId":"t","name":"T","type":"Terminal","env":[{"name":"PODBOT_CONFIG_PATH","value":"/workspace/c.toml"}]}]}}` + "\n",
+	`{"jsonrpc":"2.0","ID":"\u0030","Result":{"AuthMethods":[{"TYPE":"agent","typ\u0065":"TERMIN\u0041L"}]},"result":{"authMethods":{"0":{"type":"terminal"}}}}` + "\r\n",
+	`{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"auth","authMethods":[{"type":"terminal"}],"data":{"authMethods":[{"_meta":{"terminal-auth":{}}}]}}}` + "\n",
+	`{"jsonrpc":"2.0","id":0,"result":{"agentCapabilities":{"auth":{"terminal":true,"logout":{}}},"authMethods":[1,"x",null,{}]}}` + "\n",
+}
+
+// FuzzAgentResponse sends the client's initialize with a fuzzed id, then
+// fuzzed agent output, and checks that no terminal authentication in an
+// initialize response (or an error) reaches the client, and that
+// AllowTerminalAuth forwards what the agent sent.
+func FuzzAgentResponse(f *testing.F) {
+	for i, s := range agentResponseSeeds {
+		f.Add([]byte("0"), []byte(s))
+		f.Add([]byte(`"0"`), []byte(s+agentResponseSeeds[(i+1)%len(agentResponseSeeds)]))
+	}
+	f.Add([]byte("1e0"), []byte(`{"jsonrpc":"2.0","id":1,"result":{"authMethods":[{"type":"terminal"}]}}`))
+	f.Fuzz(func(t *testing.T, id, fromAgent []byte) {
+		fromClient := []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"method":"initialize","params":{"clientCapabilities":{"auth":{"terminal":true}}}}` + "\n")
+		toAgent, toClient := runPumps(t, Policy{}, fromClient, fromAgent, nil)
+		checkInvariants(t, Policy{}, toAgent, toClient)
+		if _, toClient := runPumps(t, Policy{AllowTerminalAuth: true}, fromClient, fromAgent, nil); len(toClient) > len(fromAgent) {
+			t.Fatalf("with AllowTerminalAuth the client got more than the agent sent: %q", toClient)
+		}
+	})
+}
+
 // TestInvariantCheckers shows the fuzz checks catch what they look for.
 func TestInvariantCheckers(t *testing.T) {
 	bad := []string{
@@ -289,5 +433,22 @@ func TestInvariantCheckers(t *testing.T) {
 	}
 	if _, found := blockedToClient(`{"id":1,"result":{"method":"fs/x"}}`, ModeACP); found {
 		t.Error("blockedToClient flagged a nested method")
+	}
+	ids := initializeIDs(`{"id":0,"method":"initialize"}` + "\n" + `{"id":"0","method":"Initialize"}` + "\n" + `{"id":"a","method":"initialize"}`)
+	for _, s := range agentResponseSeeds {
+		if _, found := unmaskedTerminalAuth(strings.ReplaceAll(s, `"id":4`, `"id":9`), ids); !found {
+			t.Errorf("unmaskedTerminalAuth missed %s", s)
+		}
+	}
+	for _, s := range []string{
+		`{"id":"a","result":{"capabilities":{"auth":{"terminal":{}}}}}`,
+		`{"id":0,"result":{"authMethods":{"0":{}}}}`,
+	} {
+		if _, found := unmaskedTerminalAuth(s, ids); !found {
+			t.Errorf("unmaskedTerminalAuth missed %s", s)
+		}
+	}
+	if _, found := unmaskedTerminalAuth(`{"id":1,"result":{"authMethods":[{"type":"terminal"}]}}`, ids); found {
+		t.Error("unmaskedTerminalAuth flagged a response to another request")
 	}
 }

@@ -2,7 +2,7 @@ package acp
 
 import "encoding/json"
 
-// Capability keys removed from an initialize request's clientCapabilities:
+// Capability keys removed from an initialize request's client capabilities:
 // each would let the agent run code or touch files on the client's host.
 const (
 	capFS           = "fs"
@@ -12,11 +12,14 @@ const (
 	metaTerminalKey = "terminal-auth"
 )
 
-// maskInitializeParams removes host capabilities from initialize params.
-// It returns the params unchanged (and changed=false) when there is nothing
-// to remove. Params that are present but neither an object nor null are an
-// error: podbot cannot tell what the agent would make of them.
-func maskInitializeParams(params json.RawMessage) (out json.RawMessage, changed bool, err error) {
+// maskInitializeParams removes host capabilities from initialize params:
+// from clientCapabilities (protocol v1) and capabilities (v2). With
+// keepTerminalAuth (agent.allow_terminal_auth) auth.terminal and
+// _meta["terminal-auth"] stay. It returns the params unchanged (and
+// changed=false) when there is nothing to remove. Params that are present
+// but neither an object nor null are an error: podbot cannot tell what the
+// agent would make of them.
+func maskInitializeParams(params json.RawMessage, keepTerminalAuth bool) (out json.RawMessage, changed bool, err error) {
 	if len(params) == 0 || string(params) == "null" {
 		return params, false, nil
 	}
@@ -28,10 +31,10 @@ func maskInitializeParams(params json.RawMessage) (out json.RawMessage, changed 
 		return nil, false, err
 	}
 	for i, mb := range members {
-		if !mb.named("clientCapabilities") {
+		if !mb.named("clientCapabilities") && !mb.named("capabilities") {
 			continue
 		}
-		v, c, err := maskObject(mb.value, maskCapabilities)
+		v, c, err := maskObject(mb.value, capabilitiesMask(keepTerminalAuth))
 		if err != nil {
 			return nil, false, err
 		}
@@ -62,32 +65,36 @@ func maskObject(raw []byte, fn func([]member) ([]member, bool, error)) (json.Raw
 	return encodeObject(members), true, nil
 }
 
-// maskCapabilities drops fs and terminal, and the terminal entries of auth
-// and _meta, from clientCapabilities members.
-func maskCapabilities(members []member) ([]member, bool, error) {
-	changed := false
-	kept := members[:0]
-	for _, mb := range members {
-		switch {
-		case mb.named(capFS), mb.named(capTerminal):
-			changed = true
-			continue
-		case mb.named(capAuth):
-			v, c, err := maskObject(mb.value, dropKey(capTerminal))
-			if err != nil {
-				return nil, false, err
+// capabilitiesMask returns a mask that drops fs and terminal, and unless
+// keepTerminalAuth the terminal entries of auth and _meta, from the
+// client's capabilities.
+func capabilitiesMask(keepTerminalAuth bool) func([]member) ([]member, bool, error) {
+	return func(members []member) ([]member, bool, error) {
+		changed := false
+		kept := members[:0]
+		for _, mb := range members {
+			switch {
+			case mb.named(capFS), mb.named(capTerminal):
+				changed = true
+				continue
+			case keepTerminalAuth:
+			case mb.named(capAuth):
+				v, c, err := maskObject(mb.value, dropKey(capTerminal))
+				if err != nil {
+					return nil, false, err
+				}
+				mb.value, changed = v, changed || c
+			case mb.named(capMeta):
+				v, c, err := maskObject(mb.value, dropKey(metaTerminalKey))
+				if err != nil {
+					return nil, false, err
+				}
+				mb.value, changed = v, changed || c
 			}
-			mb.value, changed = v, changed || c
-		case mb.named(capMeta):
-			v, c, err := maskObject(mb.value, dropKey(metaTerminalKey))
-			if err != nil {
-				return nil, false, err
-			}
-			mb.value, changed = v, changed || c
+			kept = append(kept, mb)
 		}
-		kept = append(kept, mb)
+		return kept, changed, nil
 	}
-	return kept, changed, nil
 }
 
 // dropKey returns a mask that removes every member named key (compared

@@ -42,6 +42,13 @@ type Policy struct {
 	// (agent.allow_host_delegation). It crosses the trust boundary: the
 	// agent may then use the client's host files, terminals and MCP servers.
 	AllowHostDelegation bool
+	// AllowTerminalAuth lets ACP terminal authentication through
+	// (agent.allow_terminal_auth): the client's auth.terminal capability
+	// reaches the agent, and the agent's terminal auth methods (and legacy
+	// _meta["terminal-auth"] entries) reach the client. It crosses the trust
+	// boundary: the client may then relaunch its configured agent program
+	// (podbot itself) with arguments and environment the agent chose.
+	AllowTerminalAuth bool
 	// CodexBlockDynamicTools refuses Codex app-server item/tool/call
 	// requests (agent.codex_block_dynamic_tools). Only used in
 	// ModeCodexAppServer.
@@ -71,12 +78,18 @@ func (p Policy) Validate() error {
 // agent reach the client's host, or "" when it does not. Bridge logs it at
 // start; callers that do not use Bridge should log it themselves.
 func (p Policy) TrustBoundaryWarning() string {
-	if !p.AllowHostDelegation {
-		return ""
+	switch {
+	case p.AllowHostDelegation:
+		return "agent.allow_host_delegation is on: the sandboxed agent may read and write files, " +
+			"run terminals and use MCP servers on the client's host through the protocol bridge; " +
+			"this crosses podbot's trust boundary"
+	case p.AllowTerminalAuth && p.Mode == ModeACP:
+		return "agent.allow_terminal_auth is on: the sandboxed agent's terminal authentication methods reach the client, " +
+			"which may then run its configured agent program (podbot) on the client's host with arguments and " +
+			"environment the agent chose (for example --allow-host-delegation or PODBOT_ settings); " +
+			"this crosses podbot's trust boundary"
 	}
-	return "agent.allow_host_delegation is on: the sandboxed agent may read and write files, " +
-		"run terminals and use MCP servers on the client's host through the protocol bridge; " +
-		"this crosses podbot's trust boundary"
+	return ""
 }
 
 // passThrough reports whether the bridge copies bytes without looking at them.

@@ -32,19 +32,28 @@ func (mb member) named(name string) bool {
 // equalFoldASCII is strings.EqualFold(string(b), name) for an ASCII name,
 // without converting b when it is ASCII too.
 func equalFoldASCII(b []byte, name string) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
-			// Non-ASCII letters can fold to ASCII ones (K, ſ).
-			return strings.EqualFold(string(b), name)
-		}
-	}
 	if len(b) != len(name) {
+		// Only non-ASCII letters fold to ASCII ones (K, ſ), and they take
+		// two bytes or more: a shorter b never matches, a longer one only
+		// through them.
+		if len(b) < len(name) {
+			return false
+		}
+		for _, c := range b {
+			if c >= utf8.RuneSelf {
+				return strings.EqualFold(string(b), name)
+			}
+		}
 		return false
 	}
 	for i, c := range b {
 		d := name[i]
 		if c == d {
 			continue
+		}
+		if c >= utf8.RuneSelf {
+			// Runes and bytes line up until here; let EqualFold decide.
+			return strings.EqualFold(string(b), name)
 		}
 		if c|0x20 != d|0x20 || c|0x20 < 'a' || c|0x20 > 'z' {
 			return false

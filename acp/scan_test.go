@@ -145,8 +145,10 @@ func TestParseMessageReusesMembers(t *testing.T) {
 func TestEqualFoldASCII(t *testing.T) {
 	for _, key := range []string{"params", "PARAMS", "Params", "paramſ", "paramS", "param", "paramss",
 		"pa\u212Aams", "id", "ID", "Id", "iD", "i", "", "méthod", "method", "METHOD", "meth0d", "rEquestid",
-		"requeſtId", "terminal", "terminal-auth", "Terminal-Auth", "terminal_auth", "@d"} {
-		for _, name := range []string{"params", "id", "method", "requestId", "terminal", "terminal-auth", "fs", "i@"} {
+		"requeſtId", "terminal", "terminal-auth", "Terminal-Auth", "terminal_auth", "@d", "\xff", "i\xff", "\xffd",
+		"ſ", "s", "errorſ", "ERROR", "eRRor", "tErmInal", "termina\u212A", "\u212Aey", "type", "TYPE", "tyPe", "typé"} {
+		for _, name := range []string{"params", "id", "method", "requestId", "terminal", "terminal-auth", "fs", "i@",
+			"error", "result", "type", "s", "key", "authMethods"} {
 			if got, want := equalFoldASCII([]byte(key), name), strings.EqualFold(key, name); got != want {
 				t.Errorf("equalFoldASCII(%q, %q) = %v; strings.EqualFold says %v", key, name, got, want)
 			}
@@ -201,4 +203,22 @@ func TestNextSpecial(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzEqualFoldASCII compares equalFoldASCII with strings.EqualFold for any
+// key and an ASCII name.
+func FuzzEqualFoldASCII(f *testing.F) {
+	for _, s := range [][2]string{{"paramſ", "params"}, {"pa\u212Aams", "params"}, {"ID", "id"}, {"\xff", "i"}, {"terminal", "terminal"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, key, name string) {
+		for _, c := range []byte(name) {
+			if c >= utf8.RuneSelf {
+				return
+			}
+		}
+		if got, want := equalFoldASCII([]byte(key), name), strings.EqualFold(key, name); got != want {
+			t.Fatalf("equalFoldASCII(%q, %q) = %v; strings.EqualFold says %v", key, name, got, want)
+		}
+	})
 }

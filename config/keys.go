@@ -105,6 +105,7 @@ func keyTable() []keyDef {
 		{"agent.env_allowlist", TypeList, false, []string{}, "Host environment variables passed to the agent (names only).", func(c *Config) any { return &c.Agent.EnvAllowlist }},
 		{"agent.env_required", TypeList, false, []string{}, "Allowlisted variables that must be set on the host.", func(c *Config) any { return &c.Agent.EnvRequired }},
 		{"agent.allow_host_delegation", TypeBool, false, false, "ACP: forward fs/terminal capabilities and requests to the client's host (crosses the trust boundary).", func(c *Config) any { return &c.Agent.AllowHostDelegation }},
+		{"agent.allow_terminal_auth", TypeBool, false, false, "ACP: let terminal authentication through (the client's auth.terminal capability, the agent's terminal auth methods); the IDE then relaunches podbot with arguments and environment the agent chose (crosses the trust boundary).", func(c *Config) any { return &c.Agent.AllowTerminalAuth }},
 		{"agent.codex_block_dynamic_tools", TypeBool, false, false, "Codex app-server: refuse item/tool/call requests that run tools on the client's host.", func(c *Config) any { return &c.Agent.CodexBlockDynamicTools }},
 
 		{"acp.max_frame_bytes", TypeSize, false, 32 * MiB, "Largest ACP frame (one JSON-RPC line) accepted.", func(c *Config) any { return &c.ACP.MaxFrameBytes }},

@@ -47,6 +47,12 @@ type Loaded struct {
 	Sources map[string]string
 	// Files lists the config files read (zero or one).
 	Files []string
+	// Searched lists every path whose file decides the configuration: the
+	// explicit file (--config or PODBOT_CONFIG_PATH), or each default
+	// location up to and including the one read (all of them when none
+	// exists). A file written at any of them changes what the next Load
+	// reads, so whoever may write there controls podbot's settings.
+	Searched []string
 	// Warnings lists non-fatal problems, such as PODBOT_ variables that
 	// match no key. They never contain values.
 	Warnings []string
@@ -90,10 +96,11 @@ func Load(opts LoadOptions) (*Loaded, error) {
 		return nil, err
 	}
 
-	path, via, err := findFile(opts, env)
+	path, via, searched, err := findFile(opts, env)
 	if err != nil {
 		return nil, err
 	}
+	l.Searched = searched
 	if path != "" {
 		data, err := readFile(path, via)
 		if err != nil {
@@ -186,29 +193,31 @@ func environMap(environ []string) map[string]string {
 }
 
 // findFile picks the config file. It returns "" when no file applies.
-// via names the setting that chose an explicit file, for errors.
-func findFile(opts LoadOptions, env map[string]string) (path, via string, err error) {
+// via names the setting that chose an explicit file, for errors; searched
+// is Loaded.Searched.
+func findFile(opts LoadOptions, env map[string]string) (path, via string, searched []string, err error) {
 	if opts.ConfigPath != "" {
-		return opts.ConfigPath, "--config", nil
+		return opts.ConfigPath, "--config", []string{opts.ConfigPath}, nil
 	}
 	if p := env[envConfigPath]; strings.TrimSpace(p) != "" {
-		return p, envConfigPath, nil
+		return p, envConfigPath, []string{p}, nil
 	}
 	for _, cand := range candidateFiles(opts, env) {
+		searched = append(searched, cand)
 		st, err := os.Stat(cand)
 		switch {
 		case err == nil && st.IsDir():
-			return "", "", &errdefs.ConfigError{Source: cand, Reason: errdefs.ErrInvalidValue,
+			return "", "", nil, &errdefs.ConfigError{Source: cand, Reason: errdefs.ErrInvalidValue,
 				Msg: fmt.Sprintf("config path %s is a directory; it must be a TOML file", cand)}
 		case err == nil:
-			return cand, cand, nil
+			return cand, cand, searched, nil
 		case errors.Is(err, fs.ErrNotExist):
 			continue
 		default:
-			return "", "", fileError(cand, cand, err)
+			return "", "", nil, fileError(cand, cand, err)
 		}
 	}
-	return "", "", nil
+	return "", "", searched, nil
 }
 
 // candidateFiles lists the default config locations, most specific first.

@@ -148,6 +148,7 @@ env_allowlist = ["A", "B"]
 		"PODBOT_SANDBOX_CPUS=", // empty: unset
 		"PODBOT_TOOLS_CPUSET=0-1",
 		"PODBOT_TOOLS_BATCH_SCHEDULING=false",
+		"PODBOT_AGENT_ALLOW_TERMINAL_AUTH=true",
 	}
 	opts.Flags = map[string]string{"image": "from-flag", "sandbox.memory": "2g"}
 	opts.FlagNames = map[string]string{"image": "--image"}
@@ -172,6 +173,8 @@ env_allowlist = ["A", "B"]
 		{"sandbox.mount_dev_fuse", c.Sandbox.MountDevFuse, false, SourceDefault},
 		{"agent.env_allowlist", c.Agent.EnvAllowlist, []string{"C", "D"}, "PODBOT_AGENT_ENV_ALLOWLIST"},
 		{"agent.kind", c.Agent.Kind, KindClaude, SourceDefault},
+		{"agent.allow_terminal_auth", c.Agent.AllowTerminalAuth, true, "PODBOT_AGENT_ALLOW_TERMINAL_AUTH"},
+		{"agent.allow_host_delegation", c.Agent.AllowHostDelegation, false, SourceDefault},
 	}
 	for _, tc := range tests {
 		if !reflect.DeepEqual(tc.got, tc.want) {
@@ -495,10 +498,11 @@ args = ["acp"]
 env_allowlist = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "FACTORY_API_KEY"]
 env_required = ["OPENAI_API_KEY"]
 allow_host_delegation = false
+allow_terminal_auth = true
 [acp]
 max_frame_bytes = "16m"
 `, func(t *testing.T, c Config) {
-			if c.Agent.Command != "opencode" || c.ACP.MaxFrameBytes != 16*MiB || c.Agent.Mode != ModeACP {
+			if c.Agent.Command != "opencode" || c.ACP.MaxFrameBytes != 16*MiB || c.Agent.Mode != ModeACP || !c.Agent.AllowTerminalAuth {
 				t.Errorf("custom acp: %+v", c)
 			}
 		}},
@@ -610,5 +614,31 @@ func TestValidateForFillsEverySource(t *testing.T) {
 	want := []string{"sandbox.selinux_label_mode=default", "agent.mode=PODBOT_AGENT_MODE"}
 	if !reflect.DeepEqual(sources, want) {
 		t.Errorf("sources = %v, want %v", sources, want)
+	}
+}
+
+// TestLoadedSearched: Searched names every file that decides the
+// configuration, so a caller can keep them out of the sandbox's reach.
+func TestLoadedSearched(t *testing.T) {
+	opts, dir := hermetic(t)
+	xdg := filepath.Join(dir, "xdg", "podbot", "config.toml")
+	home := filepath.Join(dir, "home", ".config", "podbot", "config.toml")
+	sys := filepath.Join(dir, "etc", "podbot", "config.toml")
+	if got := mustLoad(t, opts).Searched; !reflect.DeepEqual(got, []string{xdg, home, sys}) {
+		t.Errorf("no file: Searched = %v, want every default location", got)
+	}
+	writeFile(t, home, "")
+	if got := mustLoad(t, opts).Searched; !reflect.DeepEqual(got, []string{xdg, home}) {
+		t.Errorf("home file: Searched = %v, want the locations up to the one read", got)
+	}
+	envFile := writeFile(t, filepath.Join(dir, "env.toml"), "")
+	opts.Environ = []string{"PODBOT_CONFIG_PATH=" + envFile}
+	if got := mustLoad(t, opts).Searched; !reflect.DeepEqual(got, []string{envFile}) {
+		t.Errorf("PODBOT_CONFIG_PATH: Searched = %v", got)
+	}
+	flagFile := writeFile(t, filepath.Join(dir, "flag.toml"), "")
+	opts.ConfigPath = flagFile
+	if got := mustLoad(t, opts).Searched; !reflect.DeepEqual(got, []string{flagFile}) {
+		t.Errorf("--config: Searched = %v", got)
 	}
 }

@@ -173,6 +173,10 @@ type Agent struct {
 	// AllowHostDelegation forwards ACP fs/terminal capabilities and methods
 	// to the client unmodified (agent.allow_host_delegation).
 	AllowHostDelegation bool
+	// AllowTerminalAuth lets ACP terminal authentication through in both
+	// directions (agent.allow_terminal_auth): the IDE may then relaunch
+	// podbot with arguments and environment the agent chose.
+	AllowTerminalAuth bool
 	// CodexBlockDynamicTools refuses Codex app-server item/tool/call
 	// requests (agent.codex_block_dynamic_tools).
 	CodexBlockDynamicTools bool

@@ -11,11 +11,13 @@ import (
 
 // PolicyFor returns the bridge policy a configuration asks for: the
 // protocol from agent.mode, agent.allow_host_delegation,
-// agent.codex_block_dynamic_tools and acp.max_frame_bytes. A mode that is
+// agent.allow_terminal_auth, agent.codex_block_dynamic_tools and
+// acp.max_frame_bytes. A mode that is
 // not a hosting mode is an *errdefs.ConfigError naming agent.mode.
 func PolicyFor(cfg config.Config, logger *slog.Logger) (acp.Policy, error) {
 	p := acp.Policy{
 		AllowHostDelegation:    cfg.Agent.AllowHostDelegation,
+		AllowTerminalAuth:      cfg.Agent.AllowTerminalAuth,
 		CodexBlockDynamicTools: cfg.Agent.CodexBlockDynamicTools,
 		Logger:                 logger,
 	}

@@ -21,6 +21,8 @@ func TestPolicyFor(t *testing.T) {
 			acp.Policy{Mode: acp.ModeACP, MaxFrameBytes: 32 << 20}, ""},
 		{"acp with delegation", config.Agent{Mode: config.ModeACP, AllowHostDelegation: true}, 1 << 10,
 			acp.Policy{Mode: acp.ModeACP, AllowHostDelegation: true, MaxFrameBytes: 1 << 10}, ""},
+		{"acp with terminal auth", config.Agent{Mode: config.ModeACP, AllowTerminalAuth: true}, 1 << 10,
+			acp.Policy{Mode: acp.ModeACP, AllowTerminalAuth: true, MaxFrameBytes: 1 << 10}, ""},
 		{"codex blocking dynamic tools", config.Agent{Mode: config.ModeCodexAppServer, CodexBlockDynamicTools: true}, 0,
 			acp.Policy{Mode: acp.ModeCodexAppServer, CodexBlockDynamicTools: true}, ""},
 		{"interactive mode", config.Agent{Mode: config.ModePodbot}, 0, acp.Policy{}, "agent.mode"},

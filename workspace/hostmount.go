@@ -189,3 +189,77 @@ func fsError(op, p string, err error) error {
 	}
 	return &errdefs.FilesystemError{Op: op, Path: p, Reason: reason, Msg: msg, Err: err}
 }
+
+// maxLinks bounds the symbolic links Holds follows, as the kernel bounds
+// them (ELOOP).
+const maxLinks = 40
+
+// Holds reports whether the host path p depends on anything inside the
+// mount's source directory, and returns p resolved. p is resolved one
+// component at a time, following symlinks (dangling ones too); it is inside
+// when it resolves into the mount, or when any directory entry looked up on
+// the way (a symlink the sandbox could repoint, a directory it could
+// replace) lies in the mount. A file that does not exist yet counts where
+// it would be created. A relative p is taken from the current directory.
+func (m Mount) Holds(p string) (resolved string, inside bool, err error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", false, fsError("resolve", p, err)
+	}
+	resolved, inside, err = walkPath(abs, func(entry string) bool { return within(entry, m.Source) })
+	if err != nil {
+		return "", false, fsError("resolve", p, err)
+	}
+	return resolved, inside || within(resolved, m.Source), nil
+}
+
+// walkPath resolves the absolute path p as the kernel would, component by
+// component, calling hit with each directory entry it looks up (its parent
+// resolved). It reports whether hit returned true for any of them. Where a
+// component does not exist, the rest is joined as it would be created.
+func walkPath(p string, hit func(entry string) bool) (string, bool, error) {
+	todo := strings.Split(strings.TrimPrefix(p, string(filepath.Separator)), string(filepath.Separator))
+	cur := string(filepath.Separator)
+	hits, links, missing := false, 0, false
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		if missing {
+			cur = next
+			continue
+		}
+		hits = hit(next) || hits
+		info, err := os.Lstat(next)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			missing = true
+			cur = next
+			continue
+		case err != nil:
+			return "", false, err
+		case info.Mode()&fs.ModeSymlink == 0:
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", false, &fs.PathError{Op: "resolve", Path: p, Err: errors.New("too many levels of symbolic links")}
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", false, err
+		}
+		if filepath.IsAbs(target) {
+			cur = string(filepath.Separator)
+		}
+		todo = append(strings.Split(target, string(filepath.Separator)), todo...)
+	}
+	return cur, hits, nil
+}

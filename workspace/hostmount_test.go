@@ -139,3 +139,56 @@ func TestResolveHostMountNamesSymlinkTarget(t *testing.T) {
 		t.Errorf("error should name the symlink's real target: %v", err)
 	}
 }
+
+func TestMountHolds(t *testing.T) {
+	base, root := layout(t)
+	proj := filepath.Join(root, "proj")
+	m := Mount{Source: proj, Target: "/workspace"}
+	for name, target := range map[string]string{
+		"outside/cfg-in":     filepath.Join(proj, "sub", "c.toml"),  // dangling, into the mount
+		"outside/dir-in":     filepath.Join(proj, "sub"),            // a directory link into the mount
+		"outside/chain":      filepath.Join(base, "outside/cfg-in"), // a link to a dangling link
+		"outside/cfg-out":    filepath.Join(base, "outside", "real.toml"),
+		"root/proj/link-out": filepath.Join(base, "outside"),
+	} {
+		if err := os.Symlink(target, filepath.Join(base, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		path   string
+		inside bool
+		want   string // resolved path, "" to skip
+	}{
+		{filepath.Join(proj, "sub"), true, filepath.Join(proj, "sub")},
+		{proj, true, proj},
+		{filepath.Join(proj, "new", "dir", "config.toml"), true, filepath.Join(proj, "new", "dir", "config.toml")},
+		{filepath.Join(root, "link-in", "key.pem"), true, filepath.Join(proj, "key.pem")},
+		{filepath.Join(base, "root-link", "proj", "x"), true, filepath.Join(proj, "x")},
+		{filepath.Join(base, "outside", "cfg-in"), true, filepath.Join(proj, "sub", "c.toml")},
+		{filepath.Join(base, "outside", "chain"), true, filepath.Join(proj, "sub", "c.toml")},
+		{filepath.Join(base, "outside", "dir-in", "podbot", "config.toml"), true, filepath.Join(proj, "sub", "podbot", "config.toml")},
+		{filepath.Join(base, "outside", "cfg-out"), false, filepath.Join(base, "outside", "real.toml")},
+		{filepath.Join(proj, "link-out", "c.toml"), true, filepath.Join(base, "outside", "c.toml")}, // the sandbox can repoint link-out
+		{filepath.Join(root, "proj2"), false, ""},
+		{filepath.Join(root, "file"), false, ""},
+		{"/", false, "/"},
+	}
+	for _, tc := range tests {
+		got, inside, err := m.Holds(tc.path)
+		if err != nil {
+			t.Errorf("%s: %v", tc.path, err)
+			continue
+		}
+		if inside != tc.inside || tc.want != "" && got != tc.want {
+			t.Errorf("%s: resolved %s, inside %v; want %s, %v", tc.path, got, inside, tc.want, tc.inside)
+		}
+	}
+	loop := filepath.Join(base, "outside", "loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Holds(filepath.Join(loop, "x")); err == nil {
+		t.Error("a symlink loop was not reported")
+	}
+}

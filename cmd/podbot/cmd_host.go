@@ -18,6 +18,7 @@ import (
 type hostOptions struct {
 	agent, agentMode    string
 	allowHostDelegation bool
+	allowTerminalAuth   bool
 	workspace           string
 	repo, branch        string
 	name                string
@@ -35,6 +36,9 @@ func (o *hostOptions) configOverrides() map[string]string {
 	}
 	if o.allowHostDelegation {
 		m["agent.allow_host_delegation"] = "true"
+	}
+	if o.allowTerminalAuth {
+		m["agent.allow_terminal_auth"] = "true"
 	}
 	return m
 }
@@ -60,6 +64,12 @@ and ._meta["terminal-auth"], and the agent's fs/*, terminal/* and mcp/*
 requests are answered by podbot with a -32601 error instead of reaching the
 IDE. --allow-host-delegation (agent.allow_host_delegation) turns this off and
 logs a trust-boundary warning.
+
+The agent's initialize response loses its terminal authentication methods
+(authMethods of type "terminal", _meta["terminal-auth"]): the IDE would run
+podbot again, on the host, with arguments and environment the sandboxed agent
+chose. --allow-terminal-auth (agent.allow_terminal_auth) lets terminal
+authentication through and logs a trust-boundary warning.
 
 Codex app-server mode (--agent-mode codex_app_server) forwards bytes
 unchanged; set agent.codex_block_dynamic_tools to refuse item/tool/call
@@ -94,6 +104,7 @@ Arguments after -- are appended to it.`,
 	fl.StringVar(&opts.agent, "agent", "", "agent `KIND`: codex or custom (default: agent.kind)")
 	fl.StringVar(&opts.agentMode, "agent-mode", "", "protocol `MODE`: acp or codex_app_server (default: agent.mode)")
 	fl.BoolVar(&opts.allowHostDelegation, "allow-host-delegation", false, "let the agent use the IDE's files, terminals and MCP servers (crosses the trust boundary)")
+	fl.BoolVar(&opts.allowTerminalAuth, "allow-terminal-auth", false, "let the agent's terminal authentication methods reach the IDE, which then relaunches podbot with the agent's arguments and environment (crosses the trust boundary)")
 	fl.StringVar(&opts.workspace, "workspace", "", "host `PATH` to mount as the workspace (must be inside workspace.allowed_roots)")
 	fl.StringVar(&opts.repo, "repo", "", "GitHub repository `OWNER/NAME` to clone into the sandbox")
 	fl.StringVar(&opts.branch, "branch", "", "`BRANCH` to clone (with --repo)")
@@ -113,7 +124,7 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 	if err != nil {
 		return err
 	}
-	lo, err := f.launchOptions(ctx, loaded.Config, launchplan.IntentHosting)
+	lo, err := f.launchOptions(ctx, loaded, launchplan.IntentHosting)
 	if err != nil {
 		return err
 	}

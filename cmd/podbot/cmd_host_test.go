@@ -19,6 +19,8 @@ func TestHostFlags(t *testing.T) {
 			map[string]string{"agent.kind": "custom", "agent.mode": "acp"}, nil, false},
 		{"delegation and extra args", []string{"--agent", "codex", "--agent-mode", "codex_app_server", "--allow-host-delegation", "--", "-c", "x=1"},
 			map[string]string{"agent.kind": "codex", "agent.mode": "codex_app_server", "agent.allow_host_delegation": "true"}, []string{"-c", "x=1"}, false},
+		{"terminal auth", []string{"--allow-terminal-auth"},
+			map[string]string{"agent.allow_terminal_auth": "true"}, nil, false},
 		{"nothing set keeps the config", nil, map[string]string{}, nil, false},
 		{"positional before --", []string{"stray"}, nil, nil, true},
 		{"workspace and repo", []string{"--workspace", "/src", "--repo", "a/b", "--branch", "main"}, nil, nil, true},

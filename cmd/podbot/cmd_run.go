@@ -114,7 +114,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	lo, err := f.launchOptions(ctx, cfg, launchplan.IntentInteractive)
+	lo, err := f.launchOptions(ctx, loaded, launchplan.IntentInteractive)
 	if err != nil {
 		return err
 	}

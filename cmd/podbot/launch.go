@@ -11,16 +11,19 @@ import (
 	"github.com/podbot/podbot/launchplan"
 )
 
-// launchOptions builds the library's launch options from the environment
-// podbot was started with: one place for podbot run and podbot host.
-func (f *factory) launchOptions(ctx context.Context, cfg config.Config, intent launchplan.Intent) (podbot.LaunchOptions, error) {
+// launchOptions builds the library's launch options from the loaded
+// configuration and the environment podbot was started with: one place for
+// podbot run and podbot host. The config file paths Load searched go along, so
+// Launch can refuse a workspace that holds one.
+func (f *factory) launchOptions(ctx context.Context, loaded *config.Loaded, intent launchplan.Intent) (podbot.LaunchOptions, error) {
+	cfg := loaded.Config
 	opts := podbot.LaunchOptions{
 		Config:      cfg,
+		ConfigFiles: loaded.Searched,
 		Intent:      intent,
 		Environ:     f.environ,
 		HostHome:    f.getenv("HOME"),
 		RuntimeDir:  f.getenv("XDG_RUNTIME_DIR"),
-		ConfigFiles: f.loadedFiles(),
 		GitConfig:   creds.HostGitConfig(ctx),
 		Logger:      f.logger,
 		Redactor:    f.redactor,
@@ -39,12 +42,4 @@ func (f *factory) launchOptions(ctx context.Context, cfg config.Config, intent l
 		opts.TokenSource = app
 	}
 	return opts, nil
-}
-
-// loadedFiles lists the config files read, if the configuration is loaded.
-func (f *factory) loadedFiles() []string {
-	if f.loaded == nil {
-		return nil
-	}
-	return f.loaded.Files
 }
