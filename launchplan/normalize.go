@@ -168,6 +168,9 @@ func optionsFor(req Request, def intentDefaults) ([]Option, error) {
 		network = def.network
 	}
 	opts = append(opts, WithNetwork(network))
+	if req.Egress.Mode != "" {
+		opts = append(opts, func(p *Plan) error { p.Egress = req.Egress; return nil })
+	}
 	readOnly := def.readOnlyRootfs
 	if sb.ReadOnlyRootfs != nil {
 		readOnly = *sb.ReadOnlyRootfs

@@ -117,6 +117,9 @@ type Plan struct {
 	Security Security
 	// Network is the network mode; empty means the engine's default.
 	Network string
+	// Egress is the egress mode and policy; the launch enforces an
+	// allowlist with an internal network and podbot's egress proxy.
+	Egress Egress
 	// Stream is how the agent's exec is attached.
 	Stream StreamPolicy
 	// EngineSocketPaths are the host paths the socket guard protects.

@@ -184,4 +184,6 @@ type Request struct {
 	Labels map[string]string
 	// Version is podbot's version, recorded in the podbot.version label.
 	Version string
+	// Egress is the network egress setting, copied to the plan.
+	Egress Egress
 }
