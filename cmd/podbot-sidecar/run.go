@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 
 	"github.com/podbot/podbot/gitcred"
 )
@@ -16,6 +17,9 @@ commands:
   serve [--root DIR] [--tmp DIR]   serve the podbot tools over MCP on stdio
   init                             run as PID 1: stay alive, reap zombies
   version                          print the version
+  netlock [--block ADDR]...        delete the default route and block ADDRs
+                                   (needs CAP_NET_ADMIN; run by podbot in a
+                                   helper sharing a sandbox's network)
 
 As git's askpass program (GIT_ASKPASS), podbot-sidecar takes git's prompt as
 its only argument and answers it with the GitHub token only for the clone
@@ -62,6 +66,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("%w: init takes no arguments", errUsage)
 		}
 		return initLoop(ctx)
+	case "netlock":
+		blocked, err := parseNetlock(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return netlock(blocked)
 	case "version", "--version":
 		_, err := fmt.Fprintln(stdout, version)
 		return err
@@ -70,4 +80,29 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	default:
 		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
+}
+
+// parseNetlock reads netlock's repeated --block ADDR flags.
+func parseNetlock(args []string, stderr io.Writer) ([]netip.Addr, error) {
+	fs := flag.NewFlagSet("netlock", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var blocked []netip.Addr
+	fs.Func("block", "an IPv4 address the sandbox must not reach (repeatable)", func(s string) error {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is4() {
+			return fmt.Errorf("%q is not an IPv4 address", s)
+		}
+		blocked = append(blocked, a)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: netlock: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: netlock takes no arguments", errUsage)
+	}
+	return blocked, nil
 }
