@@ -13,6 +13,8 @@ import (
 
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/creds"
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/gitcred"
@@ -32,6 +34,7 @@ const (
 	StepCredentials = "credentials"
 	StepGitIdentity = "git identity"
 	StepWorkspace   = "workspace"
+	// StepNetwork (egress.go) runs before StepCreate and right after it.
 )
 
 // StepError says which launch step failed. It unwraps to the step's error,
@@ -101,6 +104,7 @@ type Sandbox struct {
 	Workspace string
 
 	conn      *engine.Conn
+	egress    *egressSetup
 	token     *tokendaemon.Daemon
 	stopToken context.CancelFunc
 	tokenDone chan struct{}
@@ -171,8 +175,9 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		}
 		sb.Plan = plan
 	}
+	sidecar := ""
 	if opts.SidecarPath != "" {
-		sidecar, err := sandbox.CanonicalSidecar(opts.SidecarPath)
+		sidecar, err = sandbox.CanonicalSidecar(opts.SidecarPath)
 		if err != nil {
 			return nil, &StepError{StepPlan, err}
 		}
@@ -181,6 +186,15 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		}
 		sb.Plan = plan
 	}
+	applyEgressMode(&plan)
+	if plan.Egress.Mode == egress.ModeAllowlist {
+		progress(StepNetwork, "internal network "+egressnet.NetworkName(plan.Name)+" and egress proxy "+egressnet.ProxyName(plan.Name))
+		sb.egress, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir)
+		if err != nil {
+			return nil, &StepError{StepNetwork, err}
+		}
+	}
+	sb.Plan = plan
 
 	progress(StepCreate, plan.Name)
 	id, err := startPlan(ctx, conn, plan)
@@ -188,6 +202,11 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		return nil, &StepError{StepCreate, err}
 	}
 	sb.ID = id
+	if sb.egress != nil {
+		if err := lockNetwork(ctx, conn, id, plan.Image, sidecar, sb.egress.gateways); err != nil {
+			return nil, &StepError{StepNetwork, err}
+		}
+	}
 	if sb.token != nil {
 		sb.runToken(logger)
 	}
@@ -292,6 +311,7 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 // start never leaves one behind.
 func startPlan(ctx context.Context, conn *engine.Conn, plan launchplan.Plan) (string, error) {
 	cfg, hc, nc := plan.Render()
+	sandboxHostConfig(plan, hc)
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 	defer cancel()
 	id, err := conn.CreateAndStart(dctx, plan.Name, cfg, hc, nc)
@@ -492,6 +512,11 @@ func (sb *Sandbox) Stop(ctx context.Context, timeout time.Duration) error {
 			errs = append(errs, err)
 		}
 	}
+	if sb.egress != nil {
+		if err := sb.conn.Stop(ctx, egressnet.ProxyName(sb.Name), timeout); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
 	sb.stopRefresh()
 	if sb.token != nil {
 		if err := sb.token.Remove(); err != nil {
@@ -528,6 +553,11 @@ func (sb *Sandbox) Close(ctx context.Context, remove bool) error {
 			errs = append(errs, err)
 		}
 	}
+	if remove && sb.egress != nil {
+		if err := sb.egress.teardown(ctx, sb.conn); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if remove && sb.token != nil {
 		if err := sb.token.Remove(); err != nil {
 			errs = append(errs, err)
@@ -556,7 +586,9 @@ func hostMountPolicy(opts LaunchOptions, sockets []string) workspace.HostMountPo
 	// these are the directories around them.
 	add("/etc/podbot", "podbot's system config directory")
 	if opts.RuntimeDir != "" {
-		add(filepath.Join(opts.RuntimeDir, "podbot"), "podbot's token directories")
+		add(filepath.Join(opts.RuntimeDir, "podbot"), "podbot's token and egress directories")
+	} else if root, err := egressnet.StateRoot(""); err == nil {
+		add(root, "podbot's egress policy and log directories")
 	}
 	for _, s := range sockets {
 		add(s, "the container engine socket")

@@ -3,11 +3,14 @@ package podbot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"time"
 
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
@@ -41,7 +44,15 @@ func Stop(ctx context.Context, conn *engine.Conn, ref string, opts StopOptions) 
 	case timeout < 0:
 		timeout = 0
 	}
-	return c, conn.Stop(ctx, c.ID, timeout)
+	if err := conn.Stop(ctx, c.ID, timeout); err != nil {
+		return c, err
+	}
+	if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
+		if err := conn.Stop(ctx, egressnet.ProxyName(c.Name), timeout); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			return c, err
+		}
+	}
+	return c, nil
 }
 
 // StartOptions are the inputs of Start.
@@ -115,8 +126,71 @@ func Start(ctx context.Context, conn *engine.Conn, ref string, opts StartOptions
 		}
 		res.TokenWritten = written
 	}
-	err = conn.Start(ctx, c.ID)
-	return res, err
+	allowlist := c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist)
+	if allowlist {
+		if err = startProxy(ctx, conn, c); err != nil {
+			return res, err
+		}
+	}
+	if err = conn.Start(ctx, c.ID); err != nil {
+		return res, err
+	}
+	if allowlist {
+		// A restarted container has a new network namespace: close it again.
+		if err = relockNetwork(ctx, conn, c); err != nil {
+			cctx, cancel := engine.CleanupContext(ctx)
+			defer cancel()
+			_ = conn.Stop(cctx, c.ID, 0)
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// startProxy starts an allowlist sandbox's proxy again and checks that it
+// kept the address the sandbox's HTTP_PROXY names.
+func startProxy(ctx context.Context, conn *engine.Conn, c Container) error {
+	name := egressnet.ProxyName(c.Name)
+	if err := conn.Start(ctx, name); err != nil {
+		return err
+	}
+	addr, err := proxyAddress(ctx, conn, name, egressnet.NetworkName(c.Name))
+	if err != nil {
+		return err
+	}
+	if want := c.Labels[egressnet.LabelProxyAddr]; want != "" && want != addr.String() {
+		return &errdefs.ContainerError{Op: "start egress proxy", Endpoint: conn.Endpoint().String(), Container: name,
+			Reason: errdefs.ErrConflict, Msg: fmt.Sprintf("the egress proxy came back at %s, but the sandbox's HTTP_PROXY names %s", addr, want),
+			Hint: "remove the sandbox and launch it again"}
+	}
+	return nil
+}
+
+// relockNetwork runs netlock again for a started allowlist sandbox, with
+// the sidecar it mounts and its network's gateways.
+func relockNetwork(ctx context.Context, conn *engine.Conn, c Container) error {
+	in, err := conn.Inspect(ctx, c.ID, false)
+	if err != nil {
+		return err
+	}
+	sidecar := ""
+	for _, m := range in.Mounts {
+		if m.Destination == SidecarTarget {
+			sidecar = m.Source
+		}
+	}
+	if sidecar == "" {
+		return &errdefs.ContainerError{Op: "netlock", Container: c.Name, Reason: errdefs.ErrNotFound, Msg: "the sandbox mounts no podbot-sidecar"}
+	}
+	info, err := conn.InspectNetwork(ctx, egressnet.NetworkName(c.Name))
+	if err != nil {
+		return err
+	}
+	image := c.Image
+	if in.Config != nil && in.Config.Image != "" {
+		image = in.Config.Image
+	}
+	return lockNetwork(ctx, conn, c.ID, image, sidecar, info.Gateways)
 }
 
 // prepareTokenDir makes the token directory of c again (it is named after
@@ -169,7 +243,13 @@ func Remove(ctx context.Context, conn *engine.Conn, ref string, opts RemoveOptio
 	if err != nil {
 		return Container{}, err
 	}
-	return c, conn.Remove(ctx, c.ID, opts.Force)
+	if err := conn.Remove(ctx, c.ID, opts.Force); err != nil {
+		return c, err
+	}
+	if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
+		return c, removeEgress(ctx, conn, c.Name, c.Labels[LabelEgressDir])
+	}
+	return c, nil
 }
 
 // LogsOptions are the inputs of Logs.

@@ -3,12 +3,16 @@ package podbot
 import (
 	"context"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
 )
 
 // createdGrace keeps Prune away from a container another podbot is still
@@ -35,6 +39,9 @@ type PruneResult struct {
 	DryRun bool `json:"dry_run"`
 	// Containers are stopped podbot containers.
 	Containers []Container `json:"containers"`
+	// Egress are the proxies and internal networks of sandboxes that no
+	// longer exist (names of the sandboxes they belonged to).
+	Egress []string `json:"egress"`
 	// Images are dangling (untagged) images built by podbot.
 	Images []PrunedImage `json:"images"`
 }
@@ -45,7 +52,7 @@ type PruneResult struct {
 // touched. A failed removal does not stop the others; the failures are
 // returned joined, with the result listing only what was removed.
 func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResult, error) {
-	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}}
+	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{}}
 	all, err := List(ctx, conn, ListOptions{All: true})
 	if err != nil {
 		return res, err
@@ -67,8 +74,16 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 				errs = append(errs, err)
 				continue
 			}
+			if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
+				if err := removeEgress(ctx, conn, c.Name, c.Labels[LabelEgressDir]); err != nil {
+					errs = append(errs, err)
+				}
+			}
 		}
 		res.Containers = append(res.Containers, c)
+	}
+	if err := pruneEgress(ctx, conn, opts, &res); err != nil {
+		errs = append(errs, err)
 	}
 	imgs, err := conn.API().ImageList(ctx, image.ListOptions{
 		Filters: filters.NewArgs(filters.Arg("dangling", "true"), filters.Arg("label", ContentLabel)),
@@ -87,4 +102,46 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 		res.Images = append(res.Images, PrunedImage{ID: im.ID, Size: im.Size})
 	}
 	return res, errors.Join(errs...)
+}
+
+// pruneEgress removes the egress proxies and internal networks whose
+// sandbox no longer exists (left by a crash or a removal outside podbot).
+func pruneEgress(ctx context.Context, conn *engine.Conn, opts PruneOptions, res *PruneResult) error {
+	left := map[string]bool{}
+	proxies, err := conn.List(ctx, map[string]string{egressnet.LabelRole: egressnet.RoleProxy}, true, false)
+	if err != nil {
+		return err
+	}
+	young := map[string]bool{} // a launch may still be making its sandbox
+	for _, p := range proxies {
+		left[p.Labels[egressnet.LabelSandbox]] = true
+		if time.Since(p.Created) < createdGrace {
+			young[p.Labels[egressnet.LabelSandbox]] = true
+		}
+	}
+	nets, err := conn.ListNetworks(ctx, map[string]string{egressnet.LabelRole: egressnet.RoleNetwork})
+	if err != nil {
+		return err
+	}
+	for _, n := range nets {
+		left[n.Labels[egressnet.LabelSandbox]] = true
+	}
+	var errs []error
+	for name := range left {
+		if name == "" || young[name] {
+			continue
+		}
+		if _, err := conn.Inspect(ctx, name, false); err == nil || !errors.Is(err, errdefs.ErrNotFound) {
+			continue // the sandbox is still there (or the engine could not say)
+		}
+		if !opts.DryRun {
+			if err := removeEgress(ctx, conn, name, ""); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		res.Egress = append(res.Egress, name)
+	}
+	sort.Strings(res.Egress)
+	return errors.Join(errs...)
 }

@@ -1,0 +1,206 @@
+package egressnet
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/errdefs"
+)
+
+// Names, labels and in-container paths of the egress plumbing.
+const (
+	// NetworkPrefix names a sandbox's internal network: podbot-net-<sandbox>.
+	NetworkPrefix = "podbot-net-"
+	// ProxyPrefix names a sandbox's proxy container: podbot-egress-<sandbox>.
+	ProxyPrefix = "podbot-egress-"
+	// ProxyAlias is the proxy's name on the internal network.
+	ProxyAlias = "podbot-egress"
+	// ProxyPort is the port the proxy listens on.
+	ProxyPort = 3128
+	// LabelSandbox, on a network or proxy container, names the sandbox it
+	// belongs to.
+	LabelSandbox = "podbot.egress.sandbox"
+	// LabelRole says what an egress object is: RoleNetwork or RoleProxy.
+	LabelRole = "podbot.egress.role"
+	// RoleNetwork and RoleProxy are LabelRole's values.
+	RoleNetwork, RoleProxy = "network", "proxy"
+	// LabelMode, on a sandbox container, is its egress mode.
+	LabelMode = "podbot.egress.mode"
+	// LabelProxyAddr, on an allowlist sandbox, is the proxy's address on
+	// the internal network (its HTTP_PROXY host).
+	LabelProxyAddr = "podbot.egress.proxy"
+	// PolicyDirTarget is where the policy directory appears in the proxy.
+	PolicyDirTarget = "/etc/podbot-egress"
+	// PolicyFile is the policy file's name in the policy directory.
+	PolicyFile = "policy.json"
+	// LogDirTarget is where the log directory appears in the proxy.
+	LogDirTarget = "/var/log/podbot-egress"
+	// LogFile is the decision log's name in the log directory.
+	LogFile = "decisions.jsonl"
+	// ProxyUser is the proxy container's user (nobody).
+	ProxyUser = 65534
+)
+
+// NetworkName is the internal network of sandbox name.
+func NetworkName(sandbox string) string { return NetworkPrefix + sandbox }
+
+// ProxyName is the proxy container of sandbox name.
+func ProxyName(sandbox string) string { return ProxyPrefix + sandbox }
+
+// Dirs are the host directories of one sandbox's egress plumbing.
+type Dirs struct {
+	// Root holds the two below: <state>/podbot/egress/<sandbox>.
+	Root string
+	// Policy holds PolicyFile, mounted read-only into the proxy.
+	Policy string
+	// Log holds LogFile, mounted read-write into the proxy.
+	Log string
+}
+
+// PolicyPath is the policy file's host path.
+func (d Dirs) PolicyPath() string { return filepath.Join(d.Policy, PolicyFile) }
+
+// LogPath is the decision log's host path.
+func (d Dirs) LogPath() string { return filepath.Join(d.Log, LogFile) }
+
+// StateRoot is where the egress directories of every sandbox live:
+// $XDG_RUNTIME_DIR/podbot/egress, or, without a runtime directory, the
+// user's cache directory's podbot/egress.
+func StateRoot(runtimeDir string) (string, error) {
+	if runtimeDir != "" {
+		return filepath.Join(runtimeDir, "podbot", "egress"), nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", &errdefs.ConfigError{Key: "XDG_RUNTIME_DIR", Reason: errdefs.ErrMissingRequired,
+			Msg: "the egress proxy's policy and log live under $XDG_RUNTIME_DIR/podbot/egress or the cache directory; set XDG_RUNTIME_DIR"}
+	}
+	return filepath.Join(cache, "podbot", "egress"), nil
+}
+
+// DirsFor returns the directories of sandbox name (they need not exist).
+func DirsFor(runtimeDir, sandbox string) (Dirs, error) {
+	if sandbox == "" || sandbox != filepath.Base(sandbox) || sandbox == "." || sandbox == ".." {
+		return Dirs{}, &errdefs.ConfigError{Key: "name", Reason: errdefs.ErrInvalidValue, Msg: fmt.Sprintf("sandbox name %q cannot name a directory", sandbox)}
+	}
+	root, err := StateRoot(runtimeDir)
+	if err != nil {
+		return Dirs{}, err
+	}
+	r := filepath.Join(root, sandbox)
+	return Dirs{Root: r, Policy: filepath.Join(r, "policy"), Log: filepath.Join(r, "log")}, nil
+}
+
+// Make creates the directories, mode 0700. When this process runs as root
+// (a rootful engine), the policy and log directories are given to
+// ProxyUser, whom the proxy runs as; otherwise ProxyOwner says whom to
+// run it as.
+func (d Dirs) Make() error {
+	for _, p := range []string{filepath.Dir(d.Root), d.Root, d.Policy, d.Log} {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return &errdefs.FilesystemError{Op: "mkdir", Path: p, Msg: "cannot make the egress directory", Err: err}
+		}
+		if err := os.Chmod(p, 0o700); err != nil {
+			return &errdefs.FilesystemError{Op: "chmod", Path: p, Msg: "cannot make the egress directory private", Err: err}
+		}
+	}
+	if os.Geteuid() == 0 {
+		for _, p := range []string{d.Policy, d.Log} {
+			if err := os.Chown(p, ProxyUser, ProxyUser); err != nil {
+				return &errdefs.FilesystemError{Op: "chown", Path: p, Msg: "cannot give the egress directory to the proxy's user", Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// Remove removes the directories and what they hold. Missing is fine.
+func (d Dirs) Remove() error {
+	if d.Root == "" {
+		return nil
+	}
+	if err := os.RemoveAll(d.Root); err != nil {
+		return &errdefs.FilesystemError{Op: "remove", Path: d.Root, Msg: "cannot remove the egress directory", Err: err}
+	}
+	return nil
+}
+
+// ProxyOwner is the user the proxy container runs as: ProxyUser when this
+// process is root (Make gave it the directories), else this process's uid,
+// which owns them.
+func ProxyOwner() string {
+	if os.Geteuid() == 0 {
+		return strconv.Itoa(ProxyUser)
+	}
+	return strconv.Itoa(os.Geteuid())
+}
+
+// maxPolicyFile bounds the policy file ReadPolicy accepts.
+const maxPolicyFile = 4 << 20
+
+// WritePolicy writes the policy file atomically (a temporary file in the
+// same directory, renamed over the old one), mode 0644 inside the 0700
+// directory: the proxy, another user, must read it, and it holds no secret.
+func WritePolicy(path string, p *egress.Policy) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".policy-*.json")
+	if err != nil {
+		return &errdefs.FilesystemError{Op: "create", Path: path, Msg: "cannot write the egress policy", Err: err}
+	}
+	tmp := f.Name()
+	_, werr := f.Write(append(b, '\n'))
+	if werr == nil {
+		werr = f.Chmod(0o644)
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp)
+		return &errdefs.FilesystemError{Op: "write", Path: path, Msg: "cannot write the egress policy", Err: werr}
+	}
+	return nil
+}
+
+// ReadPolicy reads a policy file WritePolicy wrote. A missing file is an
+// error with reason errdefs.ErrNotFound.
+func ReadPolicy(path string) (*egress.Policy, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		fe := &errdefs.FilesystemError{Op: "open", Path: path, Msg: "cannot read the egress policy", Err: err}
+		if errors.Is(err, os.ErrNotExist) {
+			fe.Msg = "the sandbox has no egress policy (it was not launched in allowlist mode, or its egress directory is gone)"
+		}
+		return nil, fe
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPolicyFile+1))
+	if err != nil {
+		return nil, &errdefs.FilesystemError{Op: "read", Path: path, Msg: "cannot read the egress policy", Err: err}
+	}
+	if len(b) > maxPolicyFile {
+		return nil, &errdefs.FilesystemError{Op: "read", Path: path, Msg: "the egress policy file is too large"}
+	}
+	var p egress.Policy
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&p); err != nil {
+		return nil, &errdefs.FilesystemError{Op: "parse", Path: path, Msg: "the egress policy file is not valid JSON", Err: err}
+	}
+	return &p, nil
+}
