@@ -131,6 +131,7 @@ func TestHostACPAgentTerminalAuthMasked(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(ws, "hostile_agent.py"), []byte(hostileAgent), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		giveToAgent(t, ws)
 		cfg := hostConfig(ws, "acp", "/usr/bin/python3", []string{"/workspace/hostile_agent.py"}, "")
 
 		t.Run("masked", func(t *testing.T) {
@@ -213,6 +214,7 @@ func TestHostRefusesConfigInWorkspace(t *testing.T) {
 		if err := os.WriteFile(cfgPath, []byte(hostConfig(ws, "acp", "/usr/bin/python3", nil, "")), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		giveToAgent(t, ws)
 		name := testName(e, "host-cfg-in-ws")
 		removeOnCleanup(t, e, name)
 		argv := []string{filepath.Join(suite.bin, "podbot"), "--config", cfgPath, "--engine-socket", e.Endpoint, "host", "--name", name}

@@ -217,6 +217,28 @@ func TestToolsHostileInputsInContainer(t *testing.T) {
 				}
 			}
 		})
+		t.Run("a FIFO the agent made answers at once instead of blocking", func(t *testing.T) {
+			if res, err := shellCall(ctx, s, 0, "mkfifo", "trap"); err != nil || res.ExitCode != 0 {
+				t.Fatalf("mkfifo: %+v, %v", res, err)
+			}
+			for _, call := range []struct {
+				tool string
+				args string
+			}{
+				{tools.ReadFileTool, `{"file_path":"trap"}`},
+				{tools.EditFileTool, `{"file_path":"trap","old_string":"a","new_string":"b"}`},
+			} {
+				cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+				_, err := s.Call(cctx, call.tool, json.RawMessage(call.args))
+				ccancel()
+				if err == nil || !strings.Contains(err.Error(), "fifo") {
+					t.Errorf("%s on a FIFO: %v, want a refusal naming the fifo", call.tool, err)
+				}
+			}
+			if after, err := shellCall(ctx, s, 0, "echo", "alive"); err != nil || after.Stdout != "alive\n" {
+				t.Fatalf("session after the FIFO: %+v, %v", after, err)
+			}
+		})
 		t.Run("root filesystem is read-only and the network is off", func(t *testing.T) {
 			res, err := shellCall(ctx, s, 0, "touch", "/etc/x")
 			if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stderr, "Read-only file system") {
