@@ -93,6 +93,12 @@ func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan
 		return es, err
 	}
 	es.gateways = info.Gateways
+	if len(es.gateways) == 0 {
+		// Without the gateway netlock could not keep the sandbox away from
+		// the engine host: refuse rather than run open.
+		return es, &errdefs.ContainerError{Op: "inspect network", Endpoint: conn.Endpoint().String(), Container: info.Name,
+			Reason: errdefs.ErrUnsupported, Msg: "the engine reported no gateway for the internal network"}
+	}
 	spec := egressnet.ProxySpec{Sandbox: plan.Name, Image: plan.Image, SidecarHost: sidecar, SidecarTarget: SidecarTarget,
 		Dirs: dirs, UpstreamCA: plan.Egress.UpstreamCA, Labels: map[string]string{"podbot.version": Version}}
 	cfg, hc, nc := spec.Render()

@@ -88,6 +88,9 @@ type LaunchOptions struct {
 	Logger *slog.Logger
 	// Redactor learns the secret values passed to the agent; nil makes one.
 	Redactor *creds.Redactor
+	// Egress, when set, is the sandbox's egress mode and policy, replacing
+	// what the configuration says (for library callers and tests).
+	Egress *launchplan.Egress
 }
 
 // Sandbox is a launched, running agent container: the agent is not started
@@ -264,6 +267,9 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	}
 	if opts.SidecarPath != "" {
 		req.InitCommand = []string{SidecarTarget, "init"}
+	}
+	if opts.Egress != nil {
+		req.Egress = *opts.Egress
 	}
 	hostPath := opts.HostPath
 	if hostPath == "" && cfg.Workspace.Source == config.SourceHostMount {

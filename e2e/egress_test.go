@@ -1,0 +1,240 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// attackScript runs inside an allowlist sandbox with the proxy variables
+// unset and tries every way out it can: TCP to the outside server (by the
+// bridge gateway and by the internal network's gateway, which is the
+// engine host itself), UDP to both, DNS for an outside name, and IPv6. It
+// prints one line per attempt: "NAME ok" when the attempt got through.
+const attackScript = `
+import socket, sys
+gw, igw, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def tcp(name, addr, fam=socket.AF_INET):
+    s = socket.socket(fam, socket.SOCK_STREAM); s.settimeout(3)
+    try:
+        s.connect(addr); print(name, "ok")
+    except Exception as e:
+        print(name, "blocked", type(e).__name__, e)
+    finally:
+        s.close()
+def udp(name, addr):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+    try:
+        s.sendto(b"podbot-exfil", addr); s.recvfrom(64); print(name, "ok")
+    except Exception as e:
+        print(name, "blocked", type(e).__name__, e)
+    finally:
+        s.close()
+tcp("tcp-bridge-gateway", (gw, port))
+tcp("tcp-internal-gateway", (igw, port))
+tcp("tcp-internal-gateway-dns", (igw, 53))
+udp("udp-bridge-gateway", (gw, port))
+udp("udp-internal-gateway-dns", (igw, 53))
+try:
+    socket.getaddrinfo("example.com", 443); print("dns-outside ok")
+except Exception as e:
+    print("dns-outside blocked", type(e).__name__, e)
+try:
+    tcp("tcp6-link-local", ("fe80::1%eth0", port, 0, 0), socket.AF_INET6)
+except Exception as e:
+    print("tcp6-link-local blocked", type(e).__name__, e)
+tcp("tcp6-loopback-host", ("::ffff:" + gw, port), socket.AF_INET6)
+`
+
+// TestEgressAllowlistNoDirectRoute plays a sandboxed agent that ignores
+// HTTP_PROXY: on both engines, an allowlist sandbox reaches nothing but its
+// proxy. The outside servers listen on every host address; direct TCP and
+// UDP to them (through the bridge's gateway or the internal network's own
+// gateway, the engine host), DNS for an outside name and IPv6 all fail.
+// Removing the sandbox removes its proxy, network and directories.
+func TestEgressAllowlistNoDirectRoute(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		conn := connectEngine(t, ctx, e)
+		gw := bridgeGateway(t, ctx, e)
+
+		// The "outside": a TCP and a UDP server on every host address.
+		ln, err := net.Listen("tcp4", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = c.Write([]byte("outside\n"))
+				c.Close()
+			}
+		}()
+		port := ln.Addr().(*net.TCPAddr).Port
+		pc, err := net.ListenPacket("udp4", fmt.Sprintf("0.0.0.0:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		go func() {
+			buf := make([]byte, 64)
+			for {
+				n, a, err := pc.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				_, _ = pc.WriteTo(buf[:n], a)
+			}
+		}()
+
+		rt := runtimeDir(t)
+		name := testName(e, "egress")
+		cfg := launchConfig()
+		sb := launch(t, ctx, conn, podbot.LaunchOptions{
+			Config: cfg, Intent: launchplan.IntentInteractive, Name: name,
+			SidecarPath: sidecarBin(t), RuntimeDir: rt,
+			Egress: &launchplan.Egress{Mode: egress.ModeAllowlist, Policy: egress.Policy{
+				Rules: []egress.Rule{{Host: "outside.test", Ports: []int{port}, Source: "test"}}}},
+		})
+
+		// The sandbox is on the internal network alone, with the proxy env.
+		in, err := conn.Inspect(ctx, sb.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nets := in.NetworkSettings.Networks
+		if len(nets) != 1 || nets[egressnet.NetworkName(name)] == nil {
+			t.Fatalf("sandbox networks = %v, want only %s", keys(nets), egressnet.NetworkName(name))
+		}
+		env := strings.Join(in.Config.Env, "\n")
+		if !strings.Contains(env, "HTTPS_PROXY=http://") || !strings.Contains(env, "NO_PROXY=localhost,127.0.0.1") {
+			t.Fatalf("sandbox env lacks the proxy variables:\n%s", env)
+		}
+		nw, err := e.API.NetworkInspect(ctx, egressnet.NetworkName(name), network.InspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nw.Internal {
+			t.Fatalf("network %s is not internal", nw.Name)
+		}
+		igw := ""
+		for _, c := range nw.IPAM.Config {
+			igw = c.Gateway
+		}
+		if igw == "" {
+			t.Fatalf("network %s has no gateway: %+v", nw.Name, nw.IPAM.Config)
+		}
+		pin, err := conn.Inspect(ctx, egressnet.ProxyName(name), false)
+		if err != nil || !pin.State.Running {
+			t.Fatalf("proxy %s not running: %v", egressnet.ProxyName(name), err)
+		}
+
+		r := execIn(t, ctx, conn, sb, "env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy",
+			"python3", "-c", attackScript, gw, igw, fmt.Sprint(port))
+		t.Logf("attack from the sandbox on %s:\n%s%s", e.Name, r.stdout, r.stderr)
+		if r.code != 0 || !strings.Contains(r.stdout, "tcp6-loopback-host") {
+			t.Fatalf("attack script failed: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if strings.Contains(line, " ok") {
+				t.Errorf("%s: the sandbox got out: %s", e.Name, line)
+			}
+		}
+
+		// Removal takes the proxy, the network and the directories along.
+		dirs, err := egressnet.DirsFor(rt, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dirs.PolicyPath()); err != nil {
+			t.Fatalf("policy file: %v", err)
+		}
+		if _, err := podbot.Remove(ctx, conn, name, podbot.RemoveOptions{Force: true}); err != nil {
+			t.Fatalf("remove: %v", err)
+		}
+		if _, err := conn.Inspect(ctx, egressnet.ProxyName(name), false); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("proxy still there after rm: %v", err)
+		}
+		if _, err := conn.InspectNetwork(ctx, egressnet.NetworkName(name)); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("network still there after rm: %v", err)
+		}
+		if _, err := os.Stat(dirs.Root); !os.IsNotExist(err) {
+			t.Errorf("egress directory still there after rm: %v", err)
+		}
+	})
+}
+
+// TestEgressProxyFailureLeavesNothing: a proxy that cannot start fails the
+// launch at the network step, and the network, proxy and directories are
+// gone afterwards, on both engines.
+func TestEgressProxyFailureLeavesNothing(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		conn := connectEngine(t, ctx, e)
+		rt := runtimeDir(t)
+		name := testName(e, "egressfail")
+		// A sidecar that is not podbot-sidecar: /bin/false exits at once.
+		_, err := podbot.Launch(ctx, conn, podbot.LaunchOptions{
+			Config: launchConfig(), Intent: launchplan.IntentInteractive, Name: name,
+			SidecarPath: "/bin/false", RuntimeDir: rt,
+			Egress: &launchplan.Egress{Mode: egress.ModeAllowlist},
+		})
+		var se *podbot.StepError
+		if !errors.As(err, &se) || se.Step != podbot.StepNetwork {
+			t.Fatalf("Launch error = %v, want a StepError at %q", err, podbot.StepNetwork)
+		}
+		for _, n := range []string{name, egressnet.ProxyName(name)} {
+			if _, err := conn.Inspect(ctx, n, false); !errors.Is(err, errdefs.ErrNotFound) {
+				t.Errorf("container %s left behind: %v", n, err)
+			}
+		}
+		if _, err := conn.InspectNetwork(ctx, egressnet.NetworkName(name)); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("network left behind: %v", err)
+		}
+		dirs, _ := egressnet.DirsFor(rt, name)
+		if _, err := os.Stat(dirs.Root); !os.IsNotExist(err) {
+			t.Errorf("egress directory left behind: %v", err)
+		}
+	})
+}
+
+func sidecarBin(t *testing.T) string {
+	t.Helper()
+	p := suite.bin + "/podbot-sidecar"
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("podbot-sidecar: %v (run make build)", err)
+	}
+	return p
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+var _ = engine.CleanupTimeout
