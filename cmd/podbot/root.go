@@ -90,6 +90,7 @@ Only podbot, on the host, ever holds the engine socket.`,
 		newTokenDaemonCmd(f, nil),
 		newHostCmd(f, nil),
 		newToolsCmd(f),
+		newNetworkCmd(f),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

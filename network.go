@@ -1,0 +1,195 @@
+package podbot
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+)
+
+// NetworkPolicy is an allowlist sandbox's egress policy in force.
+type NetworkPolicy struct {
+	// Sandbox is the sandbox's name.
+	Sandbox string `json:"sandbox"`
+	// Mode is its egress mode.
+	Mode string `json:"mode"`
+	// Proxy is the proxy's address on the internal network.
+	Proxy string `json:"proxy,omitempty"`
+	// PolicyFile is the host path of the policy file the proxy reads.
+	PolicyFile string `json:"policy_file"`
+	// Policy is the policy: rules with their sources, denies, pins.
+	Policy *egress.Policy `json:"policy"`
+}
+
+// egressDirs resolves ref to an allowlist sandbox and returns it with its
+// egress directories.
+func egressDirs(ctx context.Context, conn *engine.Conn, ref string) (Container, egressnet.Dirs, error) {
+	c, err := ResolveContainer(ctx, conn, ref, false)
+	if err != nil {
+		return c, egressnet.Dirs{}, err
+	}
+	root := c.Labels[LabelEgressDir]
+	if c.Labels[egressnet.LabelMode] != string(egress.ModeAllowlist) || root == "" {
+		return c, egressnet.Dirs{}, &errdefs.ContainerError{Op: "network", Container: c.Name, Reason: errdefs.ErrInvalidValue,
+			Msg: "the sandbox is not in allowlist mode (network.mode): it has no egress policy"}
+	}
+	d := egressnet.Dirs{Root: root, Policy: root + "/policy", Log: root + "/log"}
+	return c, d, nil
+}
+
+// NetworkShow returns the egress policy in force for sandbox ref.
+func NetworkShow(ctx context.Context, conn *engine.Conn, ref string) (NetworkPolicy, error) {
+	c, d, err := egressDirs(ctx, conn, ref)
+	if err != nil {
+		return NetworkPolicy{}, err
+	}
+	p, err := egressnet.ReadPolicy(d.PolicyPath())
+	if err != nil {
+		return NetworkPolicy{}, err
+	}
+	return NetworkPolicy{Sandbox: c.Name, Mode: c.Labels[egressnet.LabelMode], Proxy: c.Labels[egressnet.LabelProxyAddr],
+		PolicyFile: d.PolicyPath(), Policy: p}, nil
+}
+
+// SourceLive is the source of rules added by NetworkAllow and NetworkDeny.
+const SourceLive = "podbot network"
+
+// NetworkAllow adds an allow rule (host, host:port, *.domain) to a running
+// sandbox's policy and drops denies of that exact rule. The file is
+// rewritten atomically; the proxy reloads it, no restart.
+func NetworkAllow(ctx context.Context, conn *engine.Conn, ref, rule string) (NetworkPolicy, error) {
+	return changePolicy(ctx, conn, ref, rule, func(p *egress.Policy, r egress.Rule) {
+		p.Deny = without(p.Deny, r)
+		p.Rules = append(without(p.Rules, r), r)
+	})
+}
+
+// NetworkDeny adds a deny rule, checked before every allow rule.
+func NetworkDeny(ctx context.Context, conn *engine.Conn, ref, rule string) (NetworkPolicy, error) {
+	return changePolicy(ctx, conn, ref, rule, func(p *egress.Policy, r egress.Rule) {
+		p.Deny = append(without(p.Deny, r), r)
+	})
+}
+
+func changePolicy(ctx context.Context, conn *engine.Conn, ref, rule string, change func(*egress.Policy, egress.Rule)) (NetworkPolicy, error) {
+	r, err := egress.ParseRule(rule)
+	if err != nil {
+		return NetworkPolicy{}, &errdefs.ConfigError{Key: "HOST", Reason: errdefs.ErrInvalidValue, Msg: err.Error(), Err: err}
+	}
+	r.Source = SourceLive
+	np, err := NetworkShow(ctx, conn, ref)
+	if err != nil {
+		return np, err
+	}
+	change(np.Policy, r)
+	if err := egressnet.WritePolicy(np.PolicyFile, np.Policy); err != nil {
+		return np, err
+	}
+	return np, nil
+}
+
+// without returns rs less the rules for the same host and ports as r.
+func without(rs []egress.Rule, r egress.Rule) []egress.Rule {
+	out := rs[:0:0]
+	for _, x := range rs {
+		if x.Host == r.Host && equalPorts(x.Ports, r.Ports) {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func equalPorts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// maxLogLine bounds one decision log line.
+const maxLogLine = 64 << 10
+
+// NetworkLogOptions are the inputs of NetworkLog.
+type NetworkLogOptions struct {
+	// Follow waits for new entries until ctx ends.
+	Follow bool
+	// Poll is how often Follow looks for new entries; zero means 300ms.
+	Poll time.Duration
+}
+
+// NetworkLog calls fn with each line (one JSON object) of sandbox ref's
+// decision log, in order; with Follow it keeps reading until ctx ends.
+// Lines longer than 64 KiB are skipped. fn's error stops it.
+func NetworkLog(ctx context.Context, conn *engine.Conn, ref string, opts NetworkLogOptions, fn func(line []byte) error) error {
+	_, d, err := egressDirs(ctx, conn, ref)
+	if err != nil {
+		return err
+	}
+	poll := opts.Poll
+	if poll <= 0 {
+		poll = 300 * time.Millisecond
+	}
+	var f *os.File
+	for f == nil {
+		f, err = os.Open(d.LogPath())
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				return &errdefs.FilesystemError{Op: "open", Path: d.LogPath(), Msg: "cannot read the decision log", Err: err}
+			}
+			if !opts.Follow {
+				return nil // no decision yet
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(poll):
+			}
+		}
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 4096)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) <= maxLogLine {
+			line = append(line, chunk...)
+		} else {
+			line = line[:0:0]
+			line = append(line, 0) // marks an over-long line, dropped at its end
+		}
+		switch {
+		case err == nil:
+			if len(line) > 1 && line[0] != 0 {
+				if ferr := fn(line[:len(line)-1]); ferr != nil {
+					return ferr
+				}
+			}
+			line = line[:0]
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			if !opts.Follow {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(poll):
+			}
+		default:
+			return &errdefs.FilesystemError{Op: "read", Path: d.LogPath(), Msg: "cannot read the decision log", Err: err}
+		}
+	}
+}
