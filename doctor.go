@@ -137,6 +137,9 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 		add("sidecar", CheckWarn, "podbot-sidecar not found (looked in "+strings.Join(opts.SidecarSearched, ", ")+")",
 			"install podbot-sidecar next to podbot (make build), or set PODBOT_SIDECAR_PATH")
 	}
+	if conn != nil {
+		doctorEgress(ctx, conn, opts.SidecarPath, add)
+	}
 	doctorHost(opts.Host, r.Engine, add)
 	doctorNested(opts.Host, r.Engine, opts.Config, add)
 	doctorIsolation(r.Engine, opts.Config, add)
