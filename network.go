@@ -138,16 +138,22 @@ func NetworkLog(ctx context.Context, conn *engine.Conn, ref string, opts Network
 	if err != nil {
 		return err
 	}
+	return readLog(ctx, d.LogPath(), opts, fn)
+}
+
+// readLog is NetworkLog on a log file's path.
+func readLog(ctx context.Context, path string, opts NetworkLogOptions, fn func(line []byte) error) error {
 	poll := opts.Poll
 	if poll <= 0 {
 		poll = 300 * time.Millisecond
 	}
 	var f *os.File
+	var err error
 	for f == nil {
-		f, err = os.Open(d.LogPath())
+		f, err = os.Open(path)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
-				return &errdefs.FilesystemError{Op: "open", Path: d.LogPath(), Msg: "cannot read the decision log", Err: err}
+				return &errdefs.FilesystemError{Op: "open", Path: path, Msg: "cannot read the decision log", Err: err}
 			}
 			if !opts.Follow {
 				return nil // no decision yet
@@ -189,7 +195,7 @@ func NetworkLog(ctx context.Context, conn *engine.Conn, ref string, opts Network
 			case <-time.After(poll):
 			}
 		default:
-			return &errdefs.FilesystemError{Op: "read", Path: d.LogPath(), Msg: "cannot read the decision log", Err: err}
+			return &errdefs.FilesystemError{Op: "read", Path: path, Msg: "cannot read the decision log", Err: err}
 		}
 	}
 }

@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/podbot/podbot/errdefs"
+)
+
+func TestCreateNetworkSendsInternalBridge(t *testing.T) {
+	f := newFakeEngine(t)
+	var got network.CreateRequest
+	f.handle("POST /networks/create", func(w http.ResponseWriter, r *http.Request) {
+		if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+			t.Error(err)
+		}
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(network.CreateResponse{ID: "net1"})
+	})
+	c := f.connect()
+	id, err := c.CreateNetwork(context.Background(), "podbot-net-x", NetworkOptions{Internal: true, Labels: map[string]string{"podbot.managed": "true"}})
+	if err != nil || id != "net1" {
+		t.Fatalf("CreateNetwork = %q, %v", id, err)
+	}
+	if got.Name != "podbot-net-x" || !got.Internal || got.Driver != "bridge" || got.Labels["podbot.managed"] != "true" {
+		t.Fatalf("request = %+v", got)
+	}
+}
+
+func TestNetworkErrorsAreClassified(t *testing.T) {
+	f := newFakeEngine(t)
+	// Podman answers a taken name with a 500; dockerd with a 409.
+	f.handle("POST /networks/create", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"message":"network name podbot-net-x already used: network already exists"}`, http.StatusInternalServerError)
+	})
+	f.handle("DELETE /networks/podbot-net-gone", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"message":"network not found"}`, http.StatusNotFound)
+	})
+	c := f.connect()
+	_, err := c.CreateNetwork(context.Background(), "podbot-net-x", NetworkOptions{Internal: true})
+	if !errors.Is(err, errdefs.ErrAlreadyExists) {
+		t.Fatalf("create: %v, want ErrAlreadyExists", err)
+	}
+	if err := c.RemoveNetwork(context.Background(), "podbot-net-gone"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("remove: %v, want ErrNotFound", err)
+	}
+}
+
+func TestInspectNetworkReadsGateways(t *testing.T) {
+	f := newFakeEngine(t)
+	f.handle("GET /networks/n1", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(network.Inspect{ID: "n1", Name: "podbot-net-x", Internal: true,
+			IPAM: network.IPAM{Config: []network.IPAMConfig{{Subnet: "10.89.0.0/24", Gateway: "10.89.0.1"}, {Subnet: "fd00::/64"}}}})
+	})
+	c := f.connect()
+	n, err := c.InspectNetwork(context.Background(), "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.Internal || len(n.Gateways) != 1 || n.Gateways[0].String() != "10.89.0.1" {
+		t.Fatalf("InspectNetwork = %+v", n)
+	}
+}
+
+func TestConnectNetworkSendsAliases(t *testing.T) {
+	f := newFakeEngine(t)
+	var got network.ConnectOptions
+	f.handle("POST /networks/n1/connect", func(w http.ResponseWriter, r *http.Request) {
+		if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+			t.Error(err)
+		}
+	})
+	c := f.connect()
+	if err := c.ConnectNetwork(context.Background(), "n1", "c1", "podbot-egress"); err != nil {
+		t.Fatal(err)
+	}
+	if got.Container != "c1" || got.EndpointConfig == nil || len(got.EndpointConfig.Aliases) != 1 || got.EndpointConfig.Aliases[0] != "podbot-egress" {
+		t.Fatalf("connect request = %+v", got)
+	}
+}
