@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
@@ -57,6 +58,13 @@ type CreateOptions struct {
 	Labels map[string]string
 	// SessionID labels and names the container; empty generates one.
 	SessionID string
+	// Egress, when set, is the sandbox's egress mode and policy. Allowlist
+	// mode needs SidecarPath (the proxy runs it) and keeps the proxy running
+	// with the sandbox after Create returns.
+	Egress *launchplan.Egress
+	// RuntimeDir is $XDG_RUNTIME_DIR, where an allowlist sandbox's egress
+	// policy and log live; empty uses the cache directory.
+	RuntimeDir string
 }
 
 // CreateResult describes a created, running sandbox.
@@ -158,6 +166,9 @@ func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, 
 	if len(req.InitCommand) == 0 && opts.SidecarPath != "" {
 		req.InitCommand = []string{SidecarTarget, "init"}
 	}
+	if opts.Egress != nil {
+		req.Egress = *opts.Egress
+	}
 	return req, nil
 }
 
@@ -170,7 +181,7 @@ func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, 
 // was cancelled meanwhile, or start fails, the container is force-removed on
 // a cleanup context and an error returned, so an interrupted Create never
 // leaves a container behind.
-func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (CreateResult, error) {
+func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (res CreateResult, err error) {
 	req, err := CreateRequest(conn.Endpoint(), opts)
 	if err != nil {
 		return CreateResult{}, err
@@ -179,16 +190,48 @@ func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (CreateR
 	if err != nil {
 		return CreateResult{}, err
 	}
-	if len(opts.Command) == 0 && opts.SidecarPath != "" {
-		sidecar, err := sandbox.CanonicalSidecar(opts.SidecarPath)
-		if err != nil {
+	sidecar := ""
+	if opts.SidecarPath != "" {
+		if sidecar, err = sandbox.CanonicalSidecar(opts.SidecarPath); err != nil {
 			return CreateResult{}, err
 		}
+	}
+	if len(opts.Command) == 0 && sidecar != "" {
 		if err := plan.Apply(sandbox.WithSidecarMount(sidecar)); err != nil {
 			return CreateResult{}, err
 		}
 	}
+	applyEgressMode(&plan)
+	if plan.Egress.Mode == egress.ModeAllowlist {
+		if err := conn.EnsureImage(ctx, plan.Image, nil); err != nil {
+			return CreateResult{}, err
+		}
+		var es *egressSetup
+		es, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir)
+		if err != nil {
+			return CreateResult{}, &StepError{StepNetwork, err}
+		}
+		defer func() {
+			if err != nil {
+				cctx, cancel := engine.CleanupContext(ctx)
+				defer cancel()
+				if res.ID != "" {
+					_ = conn.Remove(cctx, res.ID, true)
+				}
+				err = errors.Join(err, es.teardown(cctx, conn))
+				res = CreateResult{}
+			}
+		}()
+		defer func() {
+			if err == nil {
+				if lerr := lockNetwork(ctx, conn, res.ID, plan.Image, sidecar, es.gateways); lerr != nil {
+					err = &StepError{StepNetwork, lerr}
+				}
+			}
+		}()
+	}
 	cfg, hc, nc := plan.Render()
+	sandboxHostConfig(plan, hc)
 	if err := conn.EnsureImage(ctx, plan.Image, nil); err != nil {
 		return CreateResult{}, err
 	}

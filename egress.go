@@ -108,8 +108,16 @@ func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan
 	if err != nil {
 		return es, err
 	}
-	if err := conn.ConnectNetwork(dctx, es.networkID, es.proxyID, egressnet.ProxyAlias); err != nil {
-		return es, err
+	// A fixed address keeps the proxy where the sandbox's HTTP_PROXY points
+	// across restarts (Podman's IPAM hands out the next free address
+	// otherwise). dockerd refuses fixed addresses on networks without a
+	// configured subnet, but gives a restarted container its old address.
+	ep := engine.EndpointOptions{Aliases: []string{egressnet.ProxyAlias}, IPv4: es.gateways[0].Next()}
+	if err := conn.ConnectNetwork(dctx, es.networkID, es.proxyID, ep); err != nil {
+		ep.IPv4 = netip.Addr{}
+		if err := conn.ConnectNetwork(dctx, es.networkID, es.proxyID, ep); err != nil {
+			return es, err
+		}
 	}
 	if err := conn.Start(dctx, es.proxyID); err != nil {
 		return es, err

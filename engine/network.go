@@ -102,11 +102,32 @@ func (c *Conn) ListNetworks(ctx context.Context, labels map[string]string) ([]Ne
 	return out, nil
 }
 
-// ConnectNetwork attaches a container to a further network, reachable there
-// under the given aliases.
-func (c *Conn) ConnectNetwork(ctx context.Context, networkID, containerID string, aliases ...string) error {
-	if err := c.api.NetworkConnect(ctx, networkID, containerID, &network.EndpointSettings{Aliases: aliases}); err != nil {
+// EndpointOptions say how a container joins a network.
+type EndpointOptions struct {
+	// Aliases are further names of the container on the network.
+	Aliases []string
+	// IPv4 asks for a fixed address (kept across restarts); the zero Addr
+	// lets the engine choose. dockerd refuses a fixed address on a network
+	// without a user-configured subnet; Podman accepts it.
+	IPv4 netip.Addr
+}
+
+// ConnectNetwork attaches a container to a further network.
+func (c *Conn) ConnectNetwork(ctx context.Context, networkID, containerID string, opts EndpointOptions) error {
+	es := &network.EndpointSettings{Aliases: opts.Aliases}
+	if opts.IPv4.IsValid() {
+		es.IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: opts.IPv4.String()}
+	}
+	if err := c.api.NetworkConnect(ctx, networkID, containerID, es); err != nil {
 		return c.classify("connect network", containerID, err)
+	}
+	return nil
+}
+
+// DisconnectNetwork detaches a container from a network.
+func (c *Conn) DisconnectNetwork(ctx context.Context, networkID, containerID string, force bool) error {
+	if err := c.api.NetworkDisconnect(ctx, networkID, containerID, force); err != nil {
+		return c.classify("disconnect network", containerID, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/netip"
 	"testing"
 
 	"github.com/docker/docker/api/types/network"
@@ -76,10 +77,17 @@ func TestConnectNetworkSendsAliases(t *testing.T) {
 		}
 	})
 	c := f.connect()
-	if err := c.ConnectNetwork(context.Background(), "n1", "c1", "podbot-egress"); err != nil {
+	if err := c.ConnectNetwork(context.Background(), "n1", "c1", EndpointOptions{Aliases: []string{"podbot-egress"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got.Container != "c1" || got.EndpointConfig == nil || len(got.EndpointConfig.Aliases) != 1 || got.EndpointConfig.Aliases[0] != "podbot-egress" {
+	if got.Container != "c1" || got.EndpointConfig == nil || len(got.EndpointConfig.Aliases) != 1 || got.EndpointConfig.Aliases[0] != "podbot-egress" ||
+		got.EndpointConfig.IPAMConfig != nil {
 		t.Fatalf("connect request = %+v", got)
+	}
+	if err := c.ConnectNetwork(context.Background(), "n1", "c1", EndpointOptions{IPv4: netip.MustParseAddr("10.89.0.2")}); err != nil {
+		t.Fatal(err)
+	}
+	if got.EndpointConfig.IPAMConfig == nil || got.EndpointConfig.IPAMConfig.IPv4Address != "10.89.0.2" {
+		t.Fatalf("connect request with a fixed address = %+v", got.EndpointConfig)
 	}
 }

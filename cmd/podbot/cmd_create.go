@@ -22,6 +22,9 @@ type createOptions struct {
 	privileged bool
 	command    []string
 
+	// runtimeDir is $XDG_RUNTIME_DIR (an allowlist sandbox's egress files).
+	runtimeDir string
+
 	// set records which flags were given, so unset ones keep the config's value.
 	readOnlySet, privilegedSet bool
 }
@@ -102,6 +105,9 @@ func (o *createOptions) toLibrary(cfg config.Config, sidecar string) (podbot.Cre
 		Command:     o.command,
 		SidecarPath: sidecar,
 	}
+	if o.runtimeDir != "" {
+		out.RuntimeDir = o.runtimeDir
+	}
 	if o.memory != "" {
 		n, err := memoryBytes(o.memory)
 		if err != nil {
@@ -141,6 +147,7 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 				"searched", searched)
 		}
 	}
+	opts.runtimeDir = f.getenv("XDG_RUNTIME_DIR")
 	lib, err := opts.toLibrary(loaded.Config, sidecar)
 	if err != nil {
 		return err

@@ -236,8 +236,10 @@ func newPruneCmd(f *factory, runF func(context.Context, *pruneOptions) error) *c
 		DisableFlagsInUseLine: true,
 		Short:                 "Remove stopped podbot containers and dangling podbot images",
 		Long: `Remove podbot's stopped containers and the dangling (untagged) images that
-podbot image build left behind. Running containers, and containers and
-images podbot did not create, are never touched. --dry-run only lists.`,
+podbot image build left behind, with the egress proxies and internal
+networks of allowlist sandboxes, and those whose sandbox is gone. Running
+containers, and containers and images podbot did not create, are never
+touched. --dry-run only lists.`,
 		Example: `  podbot prune --dry-run
   podbot prune`,
 		Args: cobra.NoArgs,
@@ -262,7 +264,10 @@ images podbot did not create, are never touched. --dry-run only lists.`,
 				total += im.Size
 				fmt.Fprintf(f.ios.Out, "%s image %s (%s)\n", verb, shortID(im.ID), humanBytes(im.Size))
 			}
-			if len(res.Containers)+len(res.Images) == 0 {
+			for _, name := range res.Egress {
+				fmt.Fprintf(f.ios.Out, "%s egress proxy and network of %s (the sandbox is gone)\n", verb, name)
+			}
+			if len(res.Containers)+len(res.Images)+len(res.Egress) == 0 {
 				fmt.Fprintln(f.ios.ErrOut, "nothing to prune")
 			} else {
 				fmt.Fprintf(f.ios.ErrOut, "%s: containers %d, images %d (%s)\n", verb, len(res.Containers), len(res.Images), humanBytes(total))
