@@ -51,6 +51,21 @@ tcp("tcp-internal-gateway", (igw, port))
 tcp("tcp-internal-gateway-dns", (igw, 53))
 udp("udp-bridge-gateway", (gw, port))
 udp("udp-internal-gateway-dns", (igw, 53))
+# A real DNS query for an outside name, sent straight to the engine's
+# resolver on the internal network's gateway (Podman's aardvark-dns
+# forwards outside names there when it can be reached).
+q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01"
+for name, addr in (("dns-query-internal-gateway", (igw, 53)), ("dns-query-docker-embedded", ("127.0.0.11", 53))):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+    try:
+        s.sendto(q, addr); s.recvfrom(512)
+        # Any answer, even NXDOMAIN, means a resolver took the query and
+        # forwarded the name: a DNS channel out.
+        print(name, "ok (a resolver answered)")
+    except Exception as e:
+        print(name, "blocked", type(e).__name__, e)
+    finally:
+        s.close()
 try:
     socket.getaddrinfo("example.com", 443); print("dns-outside ok")
 except Exception as e:
