@@ -1,0 +1,167 @@
+package podbot
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// Rule sources beyond the presets' ("preset NAME"), as egress.Rule.Source
+// records them.
+const (
+	// EgressSourceConfig marks a rule from network.allow.
+	EgressSourceConfig = "network.allow"
+	// EgressSourceFlag marks a rule from --allow-host.
+	EgressSourceFlag = "--allow-host"
+)
+
+// maxUpstreamCABytes bounds the PEM bundle network.upstream_ca names.
+const maxUpstreamCABytes = 1 << 20
+
+// EgressFromConfig builds the egress setting of an agent sandbox (podbot
+// run, host and create) from cfg's [network] section: the mode and, in
+// allowlist mode, the policy made of the presets' rules (Source "preset
+// NAME", the agent preset for agentKind, the github preset from
+// github.api_url and github.clone_base_url), network.allow's rules (Source
+// "network.allow"), allowHosts (Source "--allow-host", for one launch) and
+// network.resolve's pins. A rule that appears twice is kept once, with the
+// source that came first. sandbox.network = "none" makes the mode none;
+// bridge or a named network needs mode open (config.Config.ValidateNetwork).
+// network.upstream_ca must name a readable file of at most 1 MiB holding at
+// least one PEM certificate; it is checked here, at launch, rather than when
+// the configuration loads.
+//
+// An empty network.mode (a Config not made by config.Load or config.Default)
+// returns the zero Egress: no egress setting, the plan's network as before.
+// Errors are *errdefs.ConfigError naming the key and the bad entry.
+func EgressFromConfig(cfg config.Config, agentKind string, allowHosts ...string) (launchplan.Egress, error) {
+	n := cfg.Network
+	if n.Mode == "" {
+		return launchplan.Egress{}, nil
+	}
+	if err := cfg.ValidateNetwork(); err != nil {
+		return launchplan.Egress{}, err
+	}
+	mode := egress.Mode(n.Mode)
+	if cfg.Sandbox.Network == "none" {
+		mode = egress.ModeNone
+	}
+	if mode != egress.ModeAllowlist {
+		if len(allowHosts) > 0 {
+			return launchplan.Egress{}, &errdefs.ConfigError{Key: "network.allow", Source: EgressSourceFlag, Reason: errdefs.ErrConflict,
+				Msg: fmt.Sprintf("--allow-host adds egress rules, which only network.mode = \"allowlist\" uses; the sandbox's mode is %q", mode)}
+		}
+		return launchplan.Egress{Mode: mode}, nil
+	}
+
+	var rules []egress.Rule
+	seen := map[string]bool{}
+	add := func(r egress.Rule) {
+		if k := r.String(); !seen[k] {
+			seen[k] = true
+			rules = append(rules, r)
+		}
+	}
+	po := egress.PresetOptions{AgentKind: agentKind, GitHubAPIURL: cfg.GitHub.APIURL, GitHubCloneURL: cfg.GitHub.CloneBaseURL}
+	var presets []string
+	for _, name := range n.Presets {
+		if slices.Contains(presets, name) {
+			continue
+		}
+		presets = append(presets, name)
+		rs, _ := egress.PresetRules(name, po) // names checked by ValidateNetwork
+		for _, r := range rs {
+			add(r)
+		}
+	}
+	for _, text := range n.Allow {
+		r, _ := egress.ParseRule(text) // checked by ValidateNetwork
+		r.Source = EgressSourceConfig
+		add(r)
+	}
+	for _, text := range allowHosts {
+		r, err := egress.ParseRule(text)
+		if err != nil {
+			return launchplan.Egress{}, &errdefs.ConfigError{Key: "network.allow", Source: EgressSourceFlag, Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+		}
+		r.Source = EgressSourceFlag
+		add(r)
+	}
+	policy := egress.Policy{Rules: rules}
+	for _, e := range n.Resolve {
+		host, addr, _ := egress.ParsePin(e) // checked by ValidateNetwork
+		if policy.Resolve == nil {
+			policy.Resolve = map[string]string{}
+		}
+		policy.Resolve[host] = addr
+	}
+	if n.UpstreamCA != "" {
+		if err := CheckUpstreamCA(n.UpstreamCA); err != nil {
+			return launchplan.Egress{}, err
+		}
+	}
+	return launchplan.Egress{Mode: mode, Policy: policy, UpstreamCA: n.UpstreamCA}, nil
+}
+
+// CheckUpstreamCA checks the network.upstream_ca file: a regular, readable
+// file of at most 1 MiB whose PEM blocks include at least one certificate,
+// and every CERTIFICATE block parses. Errors are *errdefs.ConfigError.
+func CheckUpstreamCA(path string) error {
+	bad := func(msg string, err error) error {
+		return &errdefs.ConfigError{Key: "network.upstream_ca", Reason: errdefs.ErrInvalidValue, Msg: msg, Err: err}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return bad(fmt.Sprintf("%s does not exist; point it at a PEM file of CA certificates", path), err)
+		case errors.Is(err, fs.ErrPermission):
+			return bad(fmt.Sprintf("%s is not readable; check its permissions", path), err)
+		}
+		return bad(fmt.Sprintf("cannot open %s", path), err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return bad(fmt.Sprintf("cannot read %s", path), err)
+	}
+	if !st.Mode().IsRegular() {
+		return bad(fmt.Sprintf("%s is not a regular file; point it at a PEM file of CA certificates", path), nil)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxUpstreamCABytes+1))
+	if err != nil {
+		return bad(fmt.Sprintf("cannot read %s", path), err)
+	}
+	if len(data) > maxUpstreamCABytes {
+		return bad(fmt.Sprintf("%s is larger than %d bytes", path, maxUpstreamCABytes), nil)
+	}
+	certs := 0
+	for rest := data; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return bad(fmt.Sprintf("certificate %d in %s does not parse", certs+1, path), err)
+		}
+		certs++
+	}
+	if certs == 0 {
+		return bad(fmt.Sprintf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", path), nil)
+	}
+	return nil
+}
