@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 
@@ -164,4 +165,62 @@ func CheckUpstreamCA(path string) error {
 		return bad(fmt.Sprintf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", path), nil)
 	}
 	return nil
+}
+
+// EgressEntry is one effective egress rule and where it came from, for
+// podbot config show.
+type EgressEntry struct {
+	// Rule is the rule as egress.ParseRule reads it.
+	Rule string `json:"rule"`
+	// Source is the rule's source: "preset NAME" or "network.allow".
+	Source string `json:"source"`
+	// Origin is where the setting behind it was made: the config file with
+	// its line, an environment variable, a flag or "default"
+	// (network.presets' for a preset's rules, network.allow's otherwise).
+	Origin string `json:"origin"`
+}
+
+// PinEntry is one network.resolve pin, for podbot config show.
+type PinEntry struct {
+	// Host is the pinned name and Address where it goes.
+	Host    string `json:"host"`
+	Address string `json:"address"`
+}
+
+// EffectiveEgress is the egress setting a launch with the loaded
+// configuration would get, with where each part came from.
+type EffectiveEgress struct {
+	// Mode is the effective mode (sandbox.network = "none" makes it none)
+	// and ModeOrigin where network.mode was set.
+	Mode       string `json:"mode"`
+	ModeOrigin string `json:"mode_origin"`
+	// Rules are the effective rules, in the order the policy checks them;
+	// empty outside allowlist mode.
+	Rules []EgressEntry `json:"rules"`
+	// Resolve lists the pins, by host.
+	Resolve []PinEntry `json:"resolve"`
+	// UpstreamCA is network.upstream_ca.
+	UpstreamCA string `json:"upstream_ca,omitempty"`
+}
+
+// EgressEffective resolves the loaded configuration's egress setting for
+// its configured agent (EgressFromConfig, without --allow-host) and says
+// where each rule came from.
+func EgressEffective(l *config.Loaded) (EffectiveEgress, error) {
+	eg, err := EgressFromConfig(l.Config, l.Config.Agent.Kind)
+	if err != nil {
+		return EffectiveEgress{}, l.WithSources(err)
+	}
+	out := EffectiveEgress{Mode: string(eg.Mode), ModeOrigin: l.Origin("network.mode"), Rules: []EgressEntry{}, Resolve: []PinEntry{}, UpstreamCA: eg.UpstreamCA}
+	for _, r := range eg.Policy.Rules {
+		origin := l.Origin("network.allow")
+		if r.Source != EgressSourceConfig {
+			origin = l.Origin("network.presets")
+		}
+		out.Rules = append(out.Rules, EgressEntry{Rule: r.String(), Source: r.Source, Origin: origin})
+	}
+	for _, h := range slices.Sorted(maps.Keys(eg.Policy.Resolve)) {
+		out.Resolve = append(out.Resolve, PinEntry{Host: h, Address: eg.Policy.Resolve[h]})
+	}
+	return out, nil
 }

@@ -182,6 +182,11 @@ func (l *Loaded) ValidateFor(command string) error {
 	return nil
 }
 
+// WithSources fills in the source (Origin) of each ConfigError in err that
+// names a key but no source, for errors from checks made after Load, such
+// as Config.ValidateNetwork. It returns err.
+func (l *Loaded) WithSources(err error) error { return l.withSources(err) }
+
 // withSources fills the Source of every ConfigError in err (walking joined
 // errors) from l.Sources.
 func (l *Loaded) withSources(err error) error {
