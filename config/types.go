@@ -121,8 +121,10 @@ type Sandbox struct {
 	Memory ByteSize
 	// CPUs caps CPU time in CPUs; 0 means no limit (sandbox.cpus).
 	CPUs float64
-	// Network is the container network; empty means "none" for tool
-	// sessions and the engine's default bridge for agents (sandbox.network).
+	// Network is the container network of agent sandboxes
+	// (sandbox.network); empty leaves it to network.mode. "none" takes the
+	// network away in every mode; bridge or a named network needs
+	// network.mode = "open".
 	Network string
 	// ReadOnlyRootfs makes the root filesystem read-only with a tmpfs /tmp
 	// (sandbox.read_only_rootfs).
