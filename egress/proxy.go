@@ -95,7 +95,13 @@ type Proxy struct {
 	mu      sync.Mutex
 	closed  bool
 	tunnels map[net.Conn]struct{}
+	// active counts handlers running; Add only under mu while !closed.
+	active sync.WaitGroup
 }
+
+// closeWait bounds how long Close waits for handlers to write their log
+// entries.
+const closeWait = 5 * time.Second
 
 // New makes a Proxy from o. It starts nothing: call Serve.
 func New(o Options) (*Proxy, error) {
@@ -150,7 +156,7 @@ func New(o Options) (*Proxy, error) {
 		ErrorLog:       slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
 	}
 	p.srv = &http.Server{
-		Handler:           p,
+		Handler:           http.HandlerFunc(p.serveHTTP),
 		ReadHeaderTimeout: o.HeaderTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -192,8 +198,9 @@ func (p *Proxy) SetPolicy(pol *Policy) {
 // Clone and SetPolicy.
 func (p *Proxy) Policy() *Policy { return p.pol.Load() }
 
-// Close stops every Serve, closes every client connection and tunnel, and
-// drops pooled upstream connections.
+// Close stops every Serve, closes every client connection and tunnel,
+// drops pooled upstream connections, and waits (a few seconds at most) for
+// the handlers to write their last log entries.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
@@ -205,6 +212,12 @@ func (p *Proxy) Close() error {
 		c.Close()
 	}
 	p.transport.CloseIdleConnections()
+	done := make(chan struct{})
+	go func() { p.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+	}
 	return err
 }
 
@@ -230,9 +243,18 @@ func (p *Proxy) untrack(cs ...net.Conn) {
 	}
 }
 
-// ServeHTTP dispatches CONNECT and absolute-form http:// requests; any
+// serveHTTP dispatches CONNECT and absolute-form http:// requests; any
 // other request gets 400.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		http.Error(w, "podbot egress proxy: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	p.active.Add(1)
+	p.mu.Unlock()
+	defer p.active.Done()
 	switch {
 	case r.Method == http.MethodConnect:
 		p.connect(w, r)
