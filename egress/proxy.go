@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -472,7 +473,9 @@ type reqState struct {
 type reqStateKey struct{}
 
 // forward serves an absolute-form http:// request through the shared
-// transport, dialling only the addresses admit checked.
+// transport. It dials the first address admit checked, and only that one:
+// unlike a tunnel, a forwarded request does not fall back to a name's
+// other addresses.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	host, port, err := SplitHostPort(r.URL.Host, 80)
 	if err != nil {
@@ -508,14 +511,18 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	p.log.write(entry)
 }
 
-// dialChecked is the forwarding transport's dialer: it connects only to
-// the addresses admit checked for this request.
-func (p *Proxy) dialChecked(ctx context.Context, network, _ string) (net.Conn, error) {
+// dialChecked is the forwarding transport's dialer. rewrite put the
+// checked address in the URL, so the transport's pool is keyed by address:
+// a pooled connection is only reused for a request whose own check gave
+// that same address. The dial goes to addr only if it is among this
+// request's checked addresses.
+func (p *Proxy) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
 	st, _ := ctx.Value(reqStateKey{}).(*reqState)
-	if st == nil || len(st.addrs) == 0 {
+	ap, err := netip.ParseAddrPort(addr)
+	if st == nil || err != nil || !slices.Contains(st.addrs, ap) {
 		return nil, errors.New("no checked address for this request")
 	}
-	return p.dialAny(ctx, st.addrs)
+	return p.dialAny(ctx, []netip.AddrPort{ap})
 }
 
 func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) {
@@ -526,10 +533,15 @@ func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // rewrite prepares a forwarded request: ReverseProxy already dropped the
-// hop-by-hop headers; any Proxy-* header goes too, and the Host is the
-// URL's.
+// hop-by-hop headers; any Proxy-* header goes too. The Host is the
+// request line's (never the client's Host header), and the URL names the
+// first checked address, which is the one dialled.
 func rewrite(pr *httputil.ProxyRequest) {
-	pr.Out.Host = ""
+	pr.Out.Host = pr.In.URL.Host
+	pr.Out.URL.Host = "checked-address.invalid" // no dial without a check
+	if st, _ := pr.In.Context().Value(reqStateKey{}).(*reqState); st != nil && len(st.addrs) > 0 {
+		pr.Out.URL.Host = st.addrs[0].String()
+	}
 	stripProxyHeaders(pr.Out.Header)
 }
 

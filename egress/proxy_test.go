@@ -657,3 +657,50 @@ func TestConnectEagerClientHello(t *testing.T) {
 		t.Fatalf("%q", b)
 	}
 }
+
+// A connection to an address an earlier policy allowed must not serve a
+// request under a later policy that sends the name elsewhere, even when it
+// was busy (so not dropped) at the swap.
+func TestForwardPoolFollowsPolicy(t *testing.T) {
+	mk := func(name string, delay time.Duration) int {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(delay)
+			io.WriteString(w, name)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.Listener.Addr().(*net.TCPAddr).Port
+	}
+	old, cur, other := mk("old", 300*time.Millisecond), mk("new", 0), mk("other", 0)
+	pin := func(port int) *Policy {
+		return &Policy{Rules: mustRules(t, "plain.test", "other.test"), Resolve: map[string]string{
+			"plain.test": "127.0.0.1:" + strconv.Itoa(port), "other.test": "127.0.0.1:" + strconv.Itoa(other)}}
+	}
+	tp := startProxy(t, pin(old), Options{})
+	c := tp.client(nil)
+	done := make(chan string, 1)
+	go func() {
+		resp, err := c.Get("http://plain.test/")
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- string(b)
+	}()
+	time.Sleep(100 * time.Millisecond) // the request is at the old server
+	tp.SetPolicy(pin(cur))
+	// Another request while the old connection is busy: the transport then
+	// pools connections again.
+	if _, body := get(t, tp.client(nil), "http://other.test/"); body != "other" {
+		t.Fatalf("other: %q", body)
+	}
+	if got := <-done; got != "old" {
+		t.Fatalf("first request: %q", got)
+	}
+	// A second client connection, so the proxy's side decides.
+	c2 := tp.client(nil)
+	if _, body := get(t, c2, "http://plain.test/"); body != "new" {
+		t.Fatalf("after the swap the request went to %q", body)
+	}
+}
