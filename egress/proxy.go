@@ -145,6 +145,7 @@ func New(o Options) (*Proxy, error) {
 		MaxIdleConnsPerHost:    8,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+		ResponseHeaderTimeout:  o.IdleTimeout,
 		DisableCompression:     true,
 		TLSClientConfig:        &tls.Config{RootCAs: o.UpstreamRoots, MinVersion: tls.VersionTLS12},
 	}

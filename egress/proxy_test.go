@@ -704,3 +704,21 @@ func TestForwardPoolFollowsPolicy(t *testing.T) {
 		t.Fatalf("after the swap the request went to %q", body)
 	}
 }
+
+// The request line decides a CONNECT's target, not the Host header.
+func TestConnectHostHeaderIgnored(t *testing.T) {
+	_, _, port, hits := outside(t)
+	pol := &Policy{Rules: mustRules(t, "example.com"), Resolve: map[string]string{"example.com": "127.0.0.1:" + strconv.Itoa(port), "evil.example": "127.0.0.1:" + strconv.Itoa(port)}}
+	tp := startProxy(t, pol, Options{})
+	c, err := net.Dial("tcp", tp.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "CONNECT evil.example:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+	if err != nil || resp.StatusCode != 403 || hits.Load() != 0 {
+		t.Fatalf("CONNECT evil.example with Host example.com: %v %v", resp, err)
+	}
+}
