@@ -18,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/podbot/podbot/errdefs"
 )
 
 // Defaults for the zero values of Options.
@@ -107,7 +109,8 @@ const closeWait = 5 * time.Second
 // New makes a Proxy from o. It starts nothing: call Serve.
 func New(o Options) (*Proxy, error) {
 	if o.MaxConns < 0 || o.IdleTimeout < 0 || o.HeaderTimeout < 0 || o.DialTimeout < 0 {
-		return nil, errors.New("egress proxy: MaxConns and timeouts may not be negative")
+		return nil, &errdefs.ConfigError{Key: "egress proxy options", Reason: errdefs.ErrInvalidValue,
+			Msg: "MaxConns and the timeouts may not be negative; 0 takes the default"}
 	}
 	if o.MaxConns == 0 {
 		o.MaxConns = DefaultMaxConns

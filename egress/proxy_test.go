@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/podbot/podbot/errdefs"
 )
 
 // syncBuffer is a log sink safe to read while the proxy writes.
@@ -604,7 +606,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 var errDeadline = errors.New("i/o timeout")
 
 func TestNewRejectsNegative(t *testing.T) {
-	if _, err := New(Options{MaxConns: -1}); err == nil {
+	if _, err := New(Options{MaxConns: -1}); !errors.Is(err, errdefs.ErrInvalidValue) {
 		t.Fatal("negative MaxConns accepted")
 	}
 }
