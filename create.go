@@ -33,8 +33,12 @@ type CreateOptions struct {
 	Name string
 	// Image overrides Config.Image.
 	Image string
-	// Network overrides sandbox.network (none, bridge, or a network name).
+	// Network overrides sandbox.network (none, bridge, or a network name);
+	// bridge or a name needs network.mode = "open".
 	Network string
+	// AllowHosts are egress rules added to network.allow for this sandbox
+	// (--allow-host); they need network.mode = "allowlist".
+	AllowHosts []string
 	// ReadOnlyRootfs, when set, overrides sandbox.read_only_rootfs.
 	ReadOnlyRootfs *bool
 	// MemoryBytes overrides sandbox.memory when positive.
@@ -102,6 +106,16 @@ func SandboxFromConfig(s config.Sandbox) launchplan.Sandbox {
 	}
 }
 
+// withEgressNetwork gives a sandbox whose egress mode is none no network at
+// all. The other modes leave the request's network as it is: open keeps
+// the engine's default (or sandbox.network), and allowlist is enforced by
+// the launch from Plan.Egress.
+func withEgressNetwork(req *launchplan.Request) {
+	if req.Egress.Mode == egress.ModeNone {
+		req.Sandbox.Network = "none"
+	}
+}
+
 // EngineSocketPaths returns the host paths the socket guard must protect
 // for conn: the unix socket's path and, when different, what it resolves
 // to. A remote endpoint has no host path, so the result is empty.
@@ -121,10 +135,15 @@ func EngineSocketPaths(ep engine.Endpoint) []string {
 // intent with no agent, the configuration's sandbox settings and opts'
 // overrides. It does no engine I/O.
 func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, error) {
-	sb := SandboxFromConfig(opts.Config.Sandbox)
+	cfg := opts.Config
 	if opts.Network != "" {
-		sb.Network = opts.Network
+		cfg.Sandbox.Network = opts.Network
 	}
+	eg, err := EgressFromConfig(cfg, cfg.Agent.Kind, opts.AllowHosts...)
+	if err != nil {
+		return launchplan.Request{}, err
+	}
+	sb := SandboxFromConfig(cfg.Sandbox)
 	if opts.ReadOnlyRootfs != nil {
 		ro := *opts.ReadOnlyRootfs
 		sb.ReadOnlyRootfs = &ro
@@ -162,7 +181,9 @@ func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, 
 		Sandbox:           sb,
 		Labels:            opts.Labels,
 		Version:           Version,
+		Egress:            eg,
 	}
+	withEgressNetwork(&req)
 	if len(req.InitCommand) == 0 && opts.SidecarPath != "" {
 		req.InitCommand = []string{SidecarTarget, "init"}
 	}

@@ -1,263 +1,226 @@
 package podbot
 
 import (
-	"bytes"
-	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
-	"net/netip"
-	"time"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
 
-	"github.com/docker/docker/api/types/container"
-
+	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/egress"
-	"github.com/podbot/podbot/egressnet"
-	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 )
 
-// StepNetwork is the launch step that makes an allowlist sandbox's
-// internal network and egress proxy, and closes the sandbox's network
-// namespace after it starts.
-const StepNetwork = "network"
+// Rule sources beyond the presets' ("preset NAME"), as egress.Rule.Source
+// records them.
+const (
+	// EgressSourceConfig marks a rule from network.allow.
+	EgressSourceConfig = "network.allow"
+	// EgressSourceFlag marks a rule from --allow-host.
+	EgressSourceFlag = "--allow-host"
+)
 
-// LabelEgressDir, on an allowlist sandbox, is the host directory of its
-// egress policy and log, so rm and prune find it without a runtime dir.
-const LabelEgressDir = "podbot.egress.dir"
+// maxUpstreamCABytes bounds the PEM bundle network.upstream_ca names.
+const maxUpstreamCABytes = 1 << 20
 
-// egressSetup is what egress preparation made for one sandbox, in the order
-// it made it; teardown removes it in reverse.
-type egressSetup struct {
-	name      string
-	dirs      egressnet.Dirs
-	networkID string
-	proxyID   string
-	proxyAddr netip.Addr
-	gateways  []netip.Addr
-	sidecar   string
-}
+// EgressFromConfig builds the egress setting of an agent sandbox (podbot
+// run, host and create) from cfg's [network] section: the mode and, in
+// allowlist mode, the policy made of the presets' rules (Source "preset
+// NAME", the agent preset for agentKind, the github preset from
+// github.api_url and github.clone_base_url), network.allow's rules (Source
+// "network.allow"), allowHosts (Source "--allow-host", for one launch) and
+// network.resolve's pins. A rule that appears twice is kept once, with the
+// source that came first. sandbox.network = "none" makes the mode none;
+// bridge or a named network needs mode open (config.Config.ValidateNetwork).
+// network.upstream_ca must name a readable file of at most 1 MiB holding at
+// least one PEM certificate; it is checked here, at launch, rather than when
+// the configuration loads.
+//
+// An empty network.mode (a Config not made by config.Load or config.Default)
+// returns the zero Egress: no egress setting, the plan's network as before.
+// Errors are *errdefs.ConfigError naming the key and the bad entry.
+func EgressFromConfig(cfg config.Config, agentKind string, allowHosts ...string) (launchplan.Egress, error) {
+	n := cfg.Network
+	if n.Mode == "" {
+		return launchplan.Egress{}, nil
+	}
+	if err := cfg.ValidateNetwork(); err != nil {
+		return launchplan.Egress{}, err
+	}
+	mode := egress.Mode(n.Mode)
+	if cfg.Sandbox.Network == "none" {
+		mode = egress.ModeNone
+	}
+	if mode != egress.ModeAllowlist {
+		if len(allowHosts) > 0 {
+			return launchplan.Egress{}, &errdefs.ConfigError{Key: "network.allow", Source: EgressSourceFlag, Reason: errdefs.ErrConflict,
+				Msg: fmt.Sprintf("--allow-host adds egress rules, which only network.mode = \"allowlist\" uses; the sandbox's mode is %q", mode)}
+		}
+		return launchplan.Egress{Mode: mode}, nil
+	}
 
-// applyEgressMode sets the plan's network for its egress mode: none gives
-// the sandbox no network; open and the empty mode leave it as it is.
-func applyEgressMode(plan *launchplan.Plan) {
-	switch plan.Egress.Mode {
-	case egress.ModeNone:
-		plan.Network = "none"
-	case egress.ModeOpen, egress.ModeAllowlist:
-		if plan.Labels != nil {
-			plan.Labels[egressnet.LabelMode] = string(plan.Egress.Mode)
+	var rules []egress.Rule
+	seen := map[string]bool{}
+	add := func(r egress.Rule) {
+		if k := r.String(); !seen[k] {
+			seen[k] = true
+			rules = append(rules, r)
 		}
 	}
-}
-
-// prepareEgress makes an allowlist sandbox's egress plumbing: the policy
-// and log directories with the policy file, the internal network
-// podbot-net-<name>, and the running proxy container attached to the
-// engine's bridge and to that network. It points the plan at the network
-// and at the proxy. On failure it removes what it made.
-func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan, sidecar, runtimeDir string) (es *egressSetup, err error) {
-	if sidecar == "" {
-		return nil, &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrMissingRequired,
-			Msg: "allowlist mode runs the egress proxy from podbot-sidecar; install podbot-sidecar next to podbot or set PODBOT_SIDECAR_PATH"}
+	po := egress.PresetOptions{AgentKind: agentKind, GitHubAPIURL: cfg.GitHub.APIURL, GitHubCloneURL: cfg.GitHub.CloneBaseURL}
+	var presets []string
+	for _, name := range n.Presets {
+		if slices.Contains(presets, name) {
+			continue
+		}
+		presets = append(presets, name)
+		rs, _ := egress.PresetRules(name, po) // names checked by ValidateNetwork
+		for _, r := range rs {
+			add(r)
+		}
 	}
-	dirs, err := egressnet.DirsFor(runtimeDir, plan.Name)
-	if err != nil {
-		return nil, err
+	for _, text := range n.Allow {
+		r, _ := egress.ParseRule(text) // checked by ValidateNetwork
+		r.Source = EgressSourceConfig
+		add(r)
 	}
-	es = &egressSetup{name: plan.Name, dirs: dirs, sidecar: sidecar}
-	defer func() {
+	for _, text := range allowHosts {
+		r, err := egress.ParseRule(text)
 		if err != nil {
-			cctx, cancel := engine.CleanupContext(ctx)
-			defer cancel()
-			if terr := es.teardown(cctx, conn); terr != nil {
-				err = errors.Join(err, terr)
-			}
+			return launchplan.Egress{}, &errdefs.ConfigError{Key: "network.allow", Source: EgressSourceFlag, Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
-	}()
-	if err := dirs.Make(); err != nil {
-		return es, err
+		r.Source = EgressSourceFlag
+		add(r)
 	}
-	pol := plan.Egress.Policy
-	if err := egressnet.WritePolicy(dirs.PolicyPath(), &pol); err != nil {
-		return es, err
+	policy := egress.Policy{Rules: rules}
+	for _, e := range n.Resolve {
+		host, addr, _ := egress.ParsePin(e) // checked by ValidateNetwork
+		if policy.Resolve == nil {
+			policy.Resolve = map[string]string{}
+		}
+		policy.Resolve[host] = addr
 	}
-	labels := map[string]string{launchplan.LabelManaged: "true", egressnet.LabelSandbox: plan.Name,
-		egressnet.LabelRole: egressnet.RoleNetwork}
-	es.networkID, err = conn.CreateNetwork(ctx, egressnet.NetworkName(plan.Name), engine.NetworkOptions{Internal: true, Labels: labels})
-	if err != nil {
-		return es, err
-	}
-	info, err := conn.InspectNetwork(ctx, es.networkID)
-	if err != nil {
-		return es, err
-	}
-	es.gateways = info.Gateways
-	if len(es.gateways) == 0 {
-		// Without the gateway netlock could not keep the sandbox away from
-		// the engine host: refuse rather than run open.
-		return es, &errdefs.ContainerError{Op: "inspect network", Endpoint: conn.Endpoint().String(), Container: info.Name,
-			Reason: errdefs.ErrUnsupported, Msg: "the engine reported no gateway for the internal network"}
-	}
-	spec := egressnet.ProxySpec{Sandbox: plan.Name, Image: plan.Image, SidecarHost: sidecar, SidecarTarget: SidecarTarget,
-		Dirs: dirs, UpstreamCA: plan.Egress.UpstreamCA, Labels: map[string]string{"podbot.version": Version}}
-	cfg, hc, nc := spec.Render()
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
-	defer cancel()
-	es.proxyID, err = conn.Create(dctx, egressnet.ProxyName(plan.Name), cfg, hc, nc)
-	if err != nil {
-		return es, err
-	}
-	// A fixed address keeps the proxy where the sandbox's HTTP_PROXY points
-	// across restarts (Podman's IPAM hands out the next free address
-	// otherwise). dockerd refuses fixed addresses on networks without a
-	// configured subnet, but gives a restarted container its old address.
-	ep := engine.EndpointOptions{Aliases: []string{egressnet.ProxyAlias}, IPv4: es.gateways[0].Next()}
-	if err := conn.ConnectNetwork(dctx, es.networkID, es.proxyID, ep); err != nil {
-		ep.IPv4 = netip.Addr{}
-		if err := conn.ConnectNetwork(dctx, es.networkID, es.proxyID, ep); err != nil {
-			return es, err
+	if n.UpstreamCA != "" {
+		if err := CheckUpstreamCA(n.UpstreamCA); err != nil {
+			return launchplan.Egress{}, err
 		}
 	}
-	if err := conn.Start(dctx, es.proxyID); err != nil {
-		return es, err
-	}
-	es.proxyAddr, err = proxyAddress(dctx, conn, es.proxyID, egressnet.NetworkName(plan.Name))
-	if err != nil {
-		return es, err
-	}
-	plan.Network = egressnet.NetworkName(plan.Name)
-	plan.Env = append(plan.Env, egressnet.SandboxEnv(es.proxyAddr)...)
-	if plan.Labels == nil {
-		plan.Labels = map[string]string{}
-	}
-	plan.Labels[egressnet.LabelProxyAddr] = es.proxyAddr.String()
-	plan.Labels[LabelEgressDir] = dirs.Root
-	return es, ctx.Err()
+	return launchplan.Egress{Mode: mode, Policy: policy, UpstreamCA: n.UpstreamCA}, nil
 }
 
-// proxyStartWait is how long a started proxy has to stay up before the
-// launch trusts it.
-const proxyStartWait = 300 * time.Millisecond
-
-// proxyAddress checks that the proxy runs and returns its address on the
-// internal network. A proxy that exited is an error quoting its last log
-// lines.
-func proxyAddress(ctx context.Context, conn *engine.Conn, id, network string) (netip.Addr, error) {
-	select {
-	case <-time.After(proxyStartWait):
-	case <-ctx.Done():
-		return netip.Addr{}, ctx.Err()
+// CheckUpstreamCA checks the network.upstream_ca file: a regular, readable
+// file of at most 1 MiB whose PEM blocks include at least one certificate,
+// and every CERTIFICATE block parses. Errors are *errdefs.ConfigError.
+func CheckUpstreamCA(path string) error {
+	bad := func(msg string, err error) error {
+		return &errdefs.ConfigError{Key: "network.upstream_ca", Reason: errdefs.ErrInvalidValue, Msg: msg, Err: err}
 	}
-	in, err := conn.Inspect(ctx, id, false)
+	f, err := os.Open(path)
 	if err != nil {
-		return netip.Addr{}, err
-	}
-	if in.State == nil || !in.State.Running {
-		var out bytes.Buffer
-		lb := &limitedBuffer{buf: &out, max: maxStepOutput}
-		_ = conn.Logs(ctx, id, engine.LogsOptions{Tail: 5}, lb, lb)
-		return netip.Addr{}, &errdefs.ContainerError{Op: "start egress proxy", Endpoint: conn.Endpoint().String(), Container: egressName(in),
-			Reason: errdefs.ErrExecFailed, Msg: "the egress proxy exited: " + lastLines(out.String(), 5),
-			Hint: "check that podbot-sidecar is the same version as podbot (it must have the egress command)"}
-	}
-	if in.NetworkSettings != nil {
-		if ep, ok := in.NetworkSettings.Networks[network]; ok && ep != nil {
-			if a, err := netip.ParseAddr(ep.IPAddress); err == nil {
-				return a, nil
-			}
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return bad(fmt.Sprintf("%s does not exist; point it at a PEM file of CA certificates", path), err)
+		case errors.Is(err, fs.ErrPermission):
+			return bad(fmt.Sprintf("%s is not readable; check its permissions", path), err)
 		}
+		return bad(fmt.Sprintf("cannot open %s", path), err)
 	}
-	return netip.Addr{}, &errdefs.ContainerError{Op: "start egress proxy", Endpoint: conn.Endpoint().String(), Container: egressName(in),
-		Reason: errdefs.ErrUnavailable, Msg: "the egress proxy has no address on " + network}
-}
-
-func egressName(in container.InspectResponse) string {
-	if in.ContainerJSONBase != nil {
-		return in.Name
-	}
-	return ""
-}
-
-// lockNetwork runs the netlock helper in the sandbox's network namespace:
-// the default route goes, the internal network's gateway (the engine
-// host) is prohibited. It waits for the helper's exit and removes it.
-func lockNetwork(ctx context.Context, conn *engine.Conn, sandboxID, image, sidecar string, gateways []netip.Addr) error {
-	spec := egressnet.NetlockSpec{SandboxID: sandboxID, Image: image, SidecarHost: sidecar, SidecarTarget: SidecarTarget,
-		Block: gateways, Labels: map[string]string{egressnet.LabelRole: "netlock"}}
-	cfg, hc, nc := spec.Render()
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
-	defer cancel()
-	id, err := conn.Create(dctx, "", cfg, hc, nc)
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
-		return err
+		return bad(fmt.Sprintf("cannot read %s", path), err)
 	}
-	defer func() {
-		cctx, ccancel := engine.CleanupContext(ctx)
-		defer ccancel()
-		_ = conn.Remove(cctx, id, true)
-	}()
-	ch, err := conn.StartAndWait(dctx, id)
+	if !st.Mode().IsRegular() {
+		return bad(fmt.Sprintf("%s is not a regular file; point it at a PEM file of CA certificates", path), nil)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxUpstreamCABytes+1))
 	if err != nil {
-		return err
+		return bad(fmt.Sprintf("cannot read %s", path), err)
 	}
-	var st engine.ExitStatus
-	select {
-	case st = <-ch:
-	case <-dctx.Done():
-		return dctx.Err()
+	if len(data) > maxUpstreamCABytes {
+		return bad(fmt.Sprintf("%s is larger than %d bytes", path, maxUpstreamCABytes), nil)
 	}
-	if st.Err != nil {
-		return st.Err
+	certs := 0
+	for rest := data; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return bad(fmt.Sprintf("certificate %d in %s does not parse", certs+1, path), err)
+		}
+		certs++
 	}
-	if st.Code != 0 {
-		var out bytes.Buffer
-		lb := &limitedBuffer{buf: &out, max: maxStepOutput}
-		_ = conn.Logs(dctx, id, engine.LogsOptions{Tail: 5}, lb, lb)
-		return &errdefs.ContainerError{Op: "netlock", Endpoint: conn.Endpoint().String(), Container: sandboxID,
-			Reason: errdefs.ErrExecFailed, Msg: fmt.Sprintf("closing the sandbox's network failed (status %d): %s", st.Code, lastLines(out.String(), 3))}
+	if certs == 0 {
+		return bad(fmt.Sprintf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", path), nil)
 	}
 	return nil
 }
 
-// teardown removes the proxy, the network and the directories. Missing
-// pieces are fine.
-func (es *egressSetup) teardown(ctx context.Context, conn *engine.Conn) error {
-	if es == nil {
-		return nil
-	}
-	return removeEgress(ctx, conn, es.name, es.dirs.Root)
+// EgressEntry is one effective egress rule and where it came from, for
+// podbot config show.
+type EgressEntry struct {
+	// Rule is the rule as egress.ParseRule reads it.
+	Rule string `json:"rule"`
+	// Source is the rule's source: "preset NAME" or "network.allow".
+	Source string `json:"source"`
+	// Origin is where the setting behind it was made: the config file with
+	// its line, an environment variable, a flag or "default"
+	// (network.presets' for a preset's rules, network.allow's otherwise).
+	Origin string `json:"origin"`
 }
 
-// removeEgress removes sandbox name's proxy container, internal network and
-// egress directory (dir; empty skips it). Missing pieces are fine.
-func removeEgress(ctx context.Context, conn *engine.Conn, name, dir string) error {
-	var errs []error
-	if err := conn.Remove(ctx, egressnet.ProxyName(name), true); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-		errs = append(errs, err)
+// PinEntry is one network.resolve pin, for podbot config show.
+type PinEntry struct {
+	// Host is the pinned name and Address where it goes.
+	Host    string `json:"host"`
+	Address string `json:"address"`
+}
+
+// EffectiveEgress is the egress setting a launch with the loaded
+// configuration would get, with where each part came from.
+type EffectiveEgress struct {
+	// Mode is the effective mode (sandbox.network = "none" makes it none)
+	// and ModeOrigin where network.mode was set.
+	Mode       string `json:"mode"`
+	ModeOrigin string `json:"mode_origin"`
+	// Rules are the effective rules, in the order the policy checks them;
+	// empty outside allowlist mode.
+	Rules []EgressEntry `json:"rules"`
+	// Resolve lists the pins, by host.
+	Resolve []PinEntry `json:"resolve"`
+	// UpstreamCA is network.upstream_ca.
+	UpstreamCA string `json:"upstream_ca,omitempty"`
+}
+
+// EgressEffective resolves the loaded configuration's egress setting for
+// its configured agent (EgressFromConfig, without --allow-host) and says
+// where each rule came from.
+func EgressEffective(l *config.Loaded) (EffectiveEgress, error) {
+	eg, err := EgressFromConfig(l.Config, l.Config.Agent.Kind)
+	if err != nil {
+		return EffectiveEgress{}, l.WithSources(err)
 	}
-	if err := conn.RemoveNetwork(ctx, egressnet.NetworkName(name)); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-		errs = append(errs, err)
-	}
-	if dir != "" {
-		if err := (egressnet.Dirs{Root: dir}).Remove(); err != nil {
-			errs = append(errs, err)
+	out := EffectiveEgress{Mode: string(eg.Mode), ModeOrigin: l.Origin("network.mode"), Rules: []EgressEntry{}, Resolve: []PinEntry{}, UpstreamCA: eg.UpstreamCA}
+	for _, r := range eg.Policy.Rules {
+		origin := l.Origin("network.allow")
+		if r.Source != EgressSourceConfig {
+			origin = l.Origin("network.presets")
 		}
+		out.Rules = append(out.Rules, EgressEntry{Rule: r.String(), Source: r.Source, Origin: origin})
 	}
-	return errors.Join(errs...)
-}
-
-// sandboxHostConfig adds an allowlist sandbox's resolver and sysctls to its
-// host config: no usable resolver (the proxy resolves names), no IPv6.
-func sandboxHostConfig(plan launchplan.Plan, hc *container.HostConfig) {
-	if plan.Egress.Mode != egress.ModeAllowlist {
-		return
+	for _, h := range slices.Sorted(maps.Keys(eg.Policy.Resolve)) {
+		out.Resolve = append(out.Resolve, PinEntry{Host: h, Address: eg.Policy.Resolve[h]})
 	}
-	hc.DNS = append([]string(nil), egressnet.SandboxDNS...)
-	if hc.Sysctls == nil {
-		hc.Sysctls = map[string]string{}
-	}
-	for k, v := range egressnet.SandboxSysctls() {
-		hc.Sysctls[k] = v
-	}
+	return out, nil
 }

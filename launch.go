@@ -69,6 +69,9 @@ type LaunchOptions struct {
 	ExtraArgs []string
 	// Name overrides the container name.
 	Name string
+	// AllowHosts are egress rules added to network.allow for this launch
+	// (--allow-host); they need network.mode = "allowlist".
+	AllowHosts []string
 	// SidecarPath is the host's podbot-sidecar, mounted read-only and run as
 	// the container's init. Empty runs the plan's default init.
 	SidecarPath string
@@ -248,6 +251,10 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
+	eg, err := EgressFromConfig(cfg, cfg.Agent.Kind, opts.AllowHosts...)
+	if err != nil {
+		return launchplan.Request{}, nil, err
+	}
 	req := launchplan.Request{
 		Intent: opts.Intent,
 		Agent: launchplan.Agent{
@@ -264,7 +271,9 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 		EngineSocketPaths: EngineSocketPaths(conn.Endpoint()),
 		Sandbox:           SandboxFromConfig(cfg.Sandbox),
 		Version:           Version,
+		Egress:            eg,
 	}
+	withEgressNetwork(&req)
 	if opts.SidecarPath != "" {
 		req.InitCommand = []string{SidecarTarget, "init"}
 	}

@@ -69,12 +69,13 @@ func fileError(path, via string, err error) error {
 	return &errdefs.ConfigError{Source: via, Reason: errdefs.ErrInvalidValue, Msg: msg, Err: err}
 }
 
-// decodeFile parses TOML bytes from path into typed values per dotted key.
-func decodeFile(path string, data []byte, defs map[string]keyDef, known []string) (map[string]any, error) {
+// decodeFile parses TOML bytes from path into typed values per dotted key,
+// and returns the line each key was written on (0 when unknown).
+func decodeFile(path string, data []byte, defs map[string]keyDef, known []string) (map[string]any, map[string]int, error) {
 	k := koanf.New(".")
 	lines, dup := keyLines(data)
 	if err := k.Load(bytesProvider(data), toml.Parser()); err != nil {
-		return nil, parseError(path, err, dup, lines[dup])
+		return nil, nil, parseError(path, err, dup, lines[dup])
 	}
 	flat := k.All()
 	keys := make([]string, 0, len(flat))
@@ -95,22 +96,26 @@ func decodeFile(path string, data []byte, defs map[string]keyDef, known []string
 		}
 		d, ok := defs[key]
 		if !ok {
-			return nil, unknownFileKey(key, src, known)
+			return nil, nil, unknownFileKey(key, src, known)
 		}
 		v, err := fromTOML(d.typ, flat[key])
 		if err != nil {
-			return nil, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+			return nil, nil, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
 		out[key] = v
 	}
 	for key, table := range tables {
 		v, err := fromTOML(TypeMap, table)
 		if err != nil {
-			return nil, &errdefs.ConfigError{Key: key, Source: withLine(path, lineOf(lines, key)), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+			return nil, nil, &errdefs.ConfigError{Key: key, Source: withLine(path, lineOf(lines, key)), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
 		out[key] = v
 	}
-	return out, nil
+	keyLine := make(map[string]int, len(out))
+	for key := range out {
+		keyLine[key] = lineOf(lines, key)
+	}
+	return out, keyLine, nil
 }
 
 func unknownFileKey(key, src string, known []string) error {

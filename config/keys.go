@@ -93,10 +93,16 @@ func keyTable() []keyDef {
 		{"sandbox.pids_limit", TypeInt, false, int64(4096), "Maximum processes in the container. 0: no limit.", func(c *Config) any { return &c.Sandbox.PidsLimit }},
 		{"sandbox.memory", TypeSize, false, 4 * GiB, "Memory limit (e.g. 512m, 4g). 0: no limit.", func(c *Config) any { return &c.Sandbox.Memory }},
 		{"sandbox.cpus", TypeFloat, false, 2.0, "CPU limit in CPUs (e.g. 1.5). 0: no limit.", func(c *Config) any { return &c.Sandbox.CPUs }},
-		{"sandbox.network", TypeString, false, "", "Container network: none, bridge or a named network. Empty: bridge for agents, none for tool sessions. host is refused.", func(c *Config) any { return &c.Sandbox.Network }},
+		{"sandbox.network", TypeString, false, "", "Container network of agent sandboxes: none, bridge or a named network. Empty: as network.mode decides (today the engine's bridge unless network.mode = none). bridge or a named network needs network.mode = open; host is refused.", func(c *Config) any { return &c.Sandbox.Network }},
 		{"sandbox.read_only_rootfs", TypeBool, false, false, "Read-only root filesystem with a tmpfs /tmp.", func(c *Config) any { return &c.Sandbox.ReadOnlyRootfs }},
 		{"sandbox.gpus", TypeList, false, []string{}, "CDI device names to pass through (e.g. nvidia.com/gpu=all).", func(c *Config) any { return &c.Sandbox.GPUs }},
 		{"sandbox.user", TypeString, false, "", "User[:group] the agent runs as (name or id). Empty: the image's default.", func(c *Config) any { return &c.Sandbox.User }},
+
+		{"network.mode", TypeString, false, NetworkAllowlist, "Egress of agent sandboxes (run, host, create): allowlist (only the hosts of network.allow and network.presets, through podbot's egress proxy), none (no network) or open (the engine's default network, no egress control; podbot warns). Tool sessions use tools.network.", func(c *Config) any { return &c.Network.Mode }},
+		{"network.allow", TypeList, false, []string{}, "Egress rules: host, host:port, *.domain, *.domain:port or an IP address ([v6]:port); no port means 443 and 80. --allow-host adds one for a single launch.", func(c *Config) any { return &c.Network.Allow }},
+		{"network.presets", TypeList, false, DefaultNetworkPresets(), "Rule sets added to network.allow: agent (the agent's API and sign-in hosts), github (the hosts of github.api_url and github.clone_base_url), packages (npm, PyPI, the Go module proxy, crates.io). Empty list: none.", func(c *Config) any { return &c.Network.Presets }},
+		{"network.resolve", TypeList, false, []string{}, "Pinned names, host=address or host=address:port (like curl --resolve): the egress proxy connects there without asking DNS.", func(c *Config) any { return &c.Network.Resolve }},
+		{"network.upstream_ca", TypeString, false, "", "Absolute host path of a PEM bundle the egress proxy trusts upstream besides the system roots; checked (readable, holds a certificate) when a sandbox is launched.", func(c *Config) any { return &c.Network.UpstreamCA }},
 
 		{"agent.kind", TypeString, false, KindClaude, "Agent: claude, codex or custom.", func(c *Config) any { return &c.Agent.Kind }},
 		{"agent.mode", TypeString, false, ModePodbot, "podbot (interactive, podbot run), acp or codex_app_server (protocol hosting, podbot host).", func(c *Config) any { return &c.Agent.Mode }},

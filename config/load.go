@@ -54,8 +54,35 @@ type Loaded struct {
 	// reads, so whoever may write there controls podbot's settings.
 	Searched []string
 	// Warnings lists non-fatal problems, such as PODBOT_ variables that
-	// match no key. They never contain values.
+	// match no key, and the warnings of EgressWarnings. They never contain
+	// secret values.
 	Warnings []string
+
+	// fileLines maps keys set by the config file to their line.
+	fileLines map[string]int
+}
+
+// Origin is where key's value came from, as Sources says, with the line
+// when it came from the config file ("/home/me/.config/podbot/config.toml:12").
+func (l *Loaded) Origin(key string) string {
+	src := l.Sources[key]
+	if src == "" {
+		return SourceDefault
+	}
+	if len(l.Files) > 0 && src == l.Files[0] {
+		return withLine(src, l.fileLines[key])
+	}
+	return src
+}
+
+// EgressWarnings lists the warnings the egress settings call for: today
+// network.mode = "open", which leaves agent sandboxes with no egress
+// control. Commands that launch an agent sandbox show them.
+func (l *Loaded) EgressWarnings() []string {
+	if l.Config.Network.Mode != NetworkOpen || l.Config.Sandbox.Network == "none" {
+		return nil
+	}
+	return []string{fmt.Sprintf("network.mode = %q (from %s): agent sandboxes get the engine's default network with no egress control; any process in them can reach any host, and whatever it can read can leave", NetworkOpen, l.Origin("network.mode"))}
 }
 
 // Source names used in Loaded.Sources.
@@ -106,11 +133,12 @@ func Load(opts LoadOptions) (*Loaded, error) {
 		if err != nil {
 			return nil, err
 		}
-		values, err := decodeFile(path, data, byKey, known)
+		values, lines, err := decodeFile(path, data, byKey, known)
 		if err != nil {
 			return nil, err
 		}
 		l.Files = append(l.Files, path)
+		l.fileLines = lines
 		if err := layer(values, func(string) string { return path }); err != nil {
 			return nil, err
 		}
@@ -141,6 +169,7 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	if err := l.Config.Validate(); err != nil {
 		return nil, l.withSources(err)
 	}
+	l.Warnings = append(l.Warnings, l.EgressWarnings()...)
 	return l, nil
 }
 
@@ -152,6 +181,11 @@ func (l *Loaded) ValidateFor(command string) error {
 	}
 	return nil
 }
+
+// WithSources fills in the source (Origin) of each ConfigError in err that
+// names a key but no source, for errors from checks made after Load, such
+// as Config.ValidateNetwork. It returns err.
+func (l *Loaded) WithSources(err error) error { return l.withSources(err) }
 
 // withSources fills the Source of every ConfigError in err (walking joined
 // errors) from l.Sources.
@@ -166,7 +200,7 @@ func (l *Loaded) withSources(err error) error {
 		}
 		var ce *errdefs.ConfigError
 		if errors.As(e, &ce) && ce.Source == "" {
-			ce.Source = l.Sources[ce.Key]
+			ce.Source = l.Origin(ce.Key)
 		}
 	}
 	walk(err)

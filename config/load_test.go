@@ -426,8 +426,8 @@ func TestValidationErrorCarriesSource(t *testing.T) {
 	opts.ConfigPath = file
 	_, err := Load(opts)
 	ce := configErr(t, err, "sandbox.selinux_label_mode", errdefs.ErrInvalidValue, "keep_default")
-	if ce.Source != file {
-		t.Errorf("source = %q, want %q", ce.Source, file)
+	if ce.Source != file+":2" {
+		t.Errorf("source = %q, want %q (with the line)", ce.Source, file+":2")
 	}
 	opts.ConfigPath = ""
 	opts.Environ = []string{"PODBOT_AGENT_KIND=custom"}

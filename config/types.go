@@ -16,6 +16,7 @@ type Config struct {
 	Workspace Workspace
 	Creds     Creds
 	Sandbox   Sandbox
+	Network   Network
 	Agent     Agent
 	ACP       ACP
 	Tools     Tools
@@ -120,8 +121,10 @@ type Sandbox struct {
 	Memory ByteSize
 	// CPUs caps CPU time in CPUs; 0 means no limit (sandbox.cpus).
 	CPUs float64
-	// Network is the container network; empty means "none" for tool
-	// sessions and the engine's default bridge for agents (sandbox.network).
+	// Network is the container network of agent sandboxes
+	// (sandbox.network); empty leaves it to network.mode. "none" takes the
+	// network away in every mode; bridge or a named network needs
+	// network.mode = "open".
 	Network string
 	// ReadOnlyRootfs makes the root filesystem read-only with a tmpfs /tmp
 	// (sandbox.read_only_rootfs).
@@ -132,6 +135,40 @@ type Sandbox struct {
 	// (sandbox.user).
 	User string
 }
+
+// Network modes (network.mode), as package egress names them.
+const (
+	// NetworkAllowlist lets agent sandboxes reach only the hosts the egress
+	// rules allow, through podbot's egress proxy.
+	NetworkAllowlist = "allowlist"
+	// NetworkNone gives agent sandboxes no network.
+	NetworkNone = "none"
+	// NetworkOpen leaves agent sandboxes on the engine's default network
+	// with no egress control.
+	NetworkOpen = "open"
+)
+
+// Network is the egress policy of agent sandboxes (podbot run, host and
+// create). Tool sessions have their own network (tools.network).
+type Network struct {
+	// Mode is NetworkAllowlist, NetworkNone or NetworkOpen (network.mode).
+	Mode string
+	// Allow lists egress rules: host, host:port, *.domain, *.domain:port or
+	// an IP address (network.allow).
+	Allow []string
+	// Presets names the rule sets added to Allow: agent, github, packages
+	// (network.presets).
+	Presets []string
+	// Resolve pins names to addresses, host=address or host=address:port
+	// (network.resolve).
+	Resolve []string
+	// UpstreamCA is the absolute host path of a PEM bundle the egress proxy
+	// trusts upstream besides the system roots (network.upstream_ca).
+	UpstreamCA string
+}
+
+// DefaultNetworkPresets returns the default of network.presets.
+func DefaultNetworkPresets() []string { return []string{"agent", "github", "packages"} }
 
 // Agent kinds.
 const (

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/errdefs"
 )
 
@@ -64,6 +65,8 @@ func (c Config) Validate() error {
 	c.Workspace.validate(&v)
 	c.Creds.validate(&v)
 	c.Sandbox.validate(&v)
+	c.Network.validate(&v)
+	v.sandboxNetwork(c.Network.Mode, c.Sandbox.Network)
 	c.Agent.validate(&v)
 	if c.ACP.MaxFrameBytes < KiB || c.ACP.MaxFrameBytes > GiB {
 		v.add("acp.max_frame_bytes", errdefs.ErrInvalidValue, "got %s; expected between 1k and 1g", c.ACP.MaxFrameBytes)
@@ -284,6 +287,62 @@ func (s Sandbox) validate(v *validator) {
 		}
 	}
 	v.user("sandbox.user", s.User)
+}
+
+// ValidateNetwork checks the [network] section and its agreement with
+// sandbox.network, as Validate does, for callers that build a policy from
+// a Config they did not load. Errors are joined *errdefs.ConfigError.
+func (c Config) ValidateNetwork() error {
+	var v validator
+	c.Network.validate(&v)
+	v.sandboxNetwork(c.Network.Mode, c.Sandbox.Network)
+	return v.err()
+}
+
+func (n Network) validate(v *validator) {
+	if m, err := egress.ParseMode(n.Mode); err != nil || string(m) != n.Mode {
+		v.add("network.mode", errdefs.ErrInvalidValue, "got %q; expected allowlist, none or open", n.Mode)
+	}
+	for _, r := range n.Allow {
+		if _, err := egress.ParseRule(r); err != nil {
+			v.add("network.allow", errdefs.ErrInvalidValue, "%s", err)
+		}
+	}
+	for _, p := range n.Presets {
+		if !slices.Contains(egress.PresetNames(), p) {
+			v.add("network.presets", errdefs.ErrInvalidValue, "entry %q is not a preset; expected some of %s", p, strings.Join(egress.PresetNames(), ", "))
+		}
+	}
+	pinned := map[string]string{}
+	for _, e := range n.Resolve {
+		host, addr, err := egress.ParsePin(e)
+		switch {
+		case err != nil:
+			v.add("network.resolve", errdefs.ErrInvalidValue, "%s", err)
+		case pinned[host] != "" && pinned[host] != addr:
+			v.add("network.resolve", errdefs.ErrConflict, "entry %q pins %s again; it is already pinned to %s", e, host, pinned[host])
+		default:
+			pinned[host] = addr
+		}
+	}
+	if n.UpstreamCA != "" && !filepath.IsAbs(n.UpstreamCA) {
+		v.add("network.upstream_ca", errdefs.ErrInvalidValue, "got %q; expected the absolute path of a PEM file", n.UpstreamCA)
+	}
+}
+
+// sandboxNetwork checks that sandbox.network agrees with network.mode.
+// "none" always does (no network is stricter than any mode). bridge or a
+// named network attaches the sandbox to a network podbot's egress policy
+// does not control, so it needs mode open, the mode that says so.
+func (v *validator) sandboxNetwork(mode, network string) {
+	if network == "" || network == "none" || mode == NetworkOpen {
+		return
+	}
+	if mode != NetworkAllowlist && mode != NetworkNone {
+		return // reported under network.mode
+	}
+	v.add("sandbox.network", errdefs.ErrConflict,
+		"%q attaches agent sandboxes to a network podbot's egress policy does not control, but network.mode is %q; set network.mode = \"open\" to keep that network without egress control, or remove sandbox.network", network, mode)
 }
 
 func (a Agent) validate(v *validator) {

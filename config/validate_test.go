@@ -97,6 +97,19 @@ func TestValidate(t *testing.T) {
 		{"refresh buffer", func(c *Config) { c.GitHub.TokenRefreshBuffer = 0 }, "github.token_refresh_buffer", errdefs.ErrInvalidValue},
 		{"exclude absolute", func(c *Config) { c.Creds.Exclude = []string{"/etc"} }, "creds.exclude", errdefs.ErrInvalidValue},
 		{"exclude bad glob", func(c *Config) { c.Creds.Exclude = []string{"[a"} }, "creds.exclude", errdefs.ErrInvalidValue},
+		{"network mode", func(c *Config) { c.Network.Mode = "closed" }, "network.mode", errdefs.ErrInvalidValue},
+		{"network mode case", func(c *Config) { c.Network.Mode = "Open" }, "network.mode", errdefs.ErrInvalidValue},
+		{"empty network mode", func(c *Config) { c.Network.Mode = "" }, "network.mode", errdefs.ErrInvalidValue},
+		{"bad allow rule", func(c *Config) { c.Network.Allow = []string{"example.com", "https://evil.example/"} }, "network.allow", errdefs.ErrInvalidValue},
+		{"wildcard tld", func(c *Config) { c.Network.Allow = []string{"*.com"} }, "network.allow", errdefs.ErrInvalidValue},
+		{"bad port", func(c *Config) { c.Network.Allow = []string{"example.com:99999"} }, "network.allow", errdefs.ErrInvalidValue},
+		{"unknown preset", func(c *Config) { c.Network.Presets = []string{"agent", "everything"} }, "network.presets", errdefs.ErrInvalidValue},
+		{"bad pin", func(c *Config) { c.Network.Resolve = []string{"example.com"} }, "network.resolve", errdefs.ErrInvalidValue},
+		{"pin to a name", func(c *Config) { c.Network.Resolve = []string{"example.com=other.example"} }, "network.resolve", errdefs.ErrInvalidValue},
+		{"pin twice", func(c *Config) { c.Network.Resolve = []string{"a.example=127.0.0.1", "A.example=127.0.0.2"} }, "network.resolve", errdefs.ErrConflict},
+		{"relative upstream ca", func(c *Config) { c.Network.UpstreamCA = "ca.pem" }, "network.upstream_ca", errdefs.ErrInvalidValue},
+		{"bridge under allowlist", func(c *Config) { c.Sandbox.Network = "bridge" }, "sandbox.network", errdefs.ErrConflict},
+		{"named network under none", func(c *Config) { c.Sandbox.Network, c.Network.Mode = "corp", NetworkNone }, "sandbox.network", errdefs.ErrConflict},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,7 +122,14 @@ func TestValidate(t *testing.T) {
 
 func TestValidateAccepts(t *testing.T) {
 	cases := map[string]func(c *Config){
-		"named network":   func(c *Config) { c.Sandbox.Network = "podbot-net" },
+		"named network": func(c *Config) { c.Sandbox.Network, c.Network.Mode = "podbot-net", NetworkOpen },
+		"no network":    func(c *Config) { c.Sandbox.Network = "none" },
+		"egress rules": func(c *Config) {
+			c.Network.Allow = []string{"example.com", "*.example.org:8443", "10.0.0.1", "[2001:db8::1]:443"}
+			c.Network.Resolve = []string{"example.com=127.0.0.1:8443", "example.com=127.0.0.1:8443"}
+			c.Network.Presets, c.Network.UpstreamCA = []string{}, "/etc/ssl/corp.pem"
+		},
+		"mode none":       func(c *Config) { c.Network.Mode = NetworkNone },
 		"numeric user":    func(c *Config) { c.Sandbox.User = "1000:1000" },
 		"cdi gpu":         func(c *Config) { c.Sandbox.GPUs = []string{"nvidia.com/gpu=all", "nvidia.com/gpu=0"} },
 		"no limits":       func(c *Config) { c.Sandbox.Memory, c.Sandbox.CPUs, c.Sandbox.PidsLimit = 0, 0, 0 },

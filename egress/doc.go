@@ -3,4 +3,19 @@
 // denies, pinned names), the refusal of private and metadata addresses that
 // no rule names exactly, and the decision log. It is a library: it never
 // prints, and it knows nothing about engines or configuration files.
+//
+// The Proxy serves two kinds of request. A CONNECT opens a tunnel, and
+// every tunnel, on any port, must start with a TLS ClientHello whose
+// server name (SNI) is the CONNECT host (a tunnel to an IP address must
+// carry no SNI): a tunnel of clear bytes would let a client send any Host
+// header to an allowed address. An absolute-form http:// request is
+// forwarded, its Host taken from the request line. Either way the name is
+// decided first (Policy.Decide), then every address it is reached at
+// (pinned, literal or resolved) is checked (Policy.CheckAddress), and the
+// proxy dials the checked address itself, never the name again.
+//
+// What SNI matching cannot see: the Host inside an encrypted tunnel (a CDN
+// that routes by that Host still allows fronting behind an allowed name),
+// and the inner name of an Encrypted ClientHello (the outer, public name
+// is the one checked).
 package egress

@@ -1,8 +1,9 @@
 // Command podbot-sidecar is the small static binary podbot copies into every
 // sandbox. "podbot-sidecar serve" speaks MCP on stdio and offers the tools
 // over /workspace; "podbot-sidecar init" runs as the container's PID 1,
-// keeping it alive and reaping zombies; "podbot-sidecar version" prints the
-// version. It imports nothing host-side: no engine, no configuration.
+// keeping it alive and reaping zombies; "podbot-sidecar egress" serves a
+// sandbox's egress proxy; "podbot-sidecar version" prints the version. It
+// imports nothing host-side: no engine, no configuration.
 package main
 
 import (

@@ -16,6 +16,8 @@ const usage = `usage: podbot-sidecar <command> [flags]
 commands:
   serve [--root DIR] [--tmp DIR]   serve the podbot tools over MCP on stdio
   init                             run as PID 1: stay alive, reap zombies
+  egress --listen ADDR --policy FILE --log FILE [--upstream-ca FILE]
+                                   serve the egress proxy; reload FILE when it changes
   version                          print the version
   netlock [--block ADDR]...        delete the default route and block ADDRs
                                    (needs CAP_NET_ADMIN; run by podbot in a
@@ -61,6 +63,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return serve(ctx, opts, stderr)
+	case "egress":
+		opts, err := parseEgress(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runEgress(ctx, opts, stderr)
 	case "init":
 		if len(args) > 1 {
 			return fmt.Errorf("%w: init takes no arguments", errUsage)

@@ -39,6 +39,10 @@ func TestPollable(t *testing.T) {
 	if !polled {
 		t.Fatal("a pipe should be polled")
 	}
+	// pr shares r's descriptor. Close it here, at the test's end, rather
+	// than leave it to pr's finalizer: that would close the number again at
+	// some later GC, when another test may have been given it.
+	t.Cleanup(func() { pr.Close() })
 	if err := pr.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("pollable pipe takes no deadline: %v", err)
 	}

@@ -21,6 +21,7 @@ type createOptions struct {
 	pidsLimit  int64
 	privileged bool
 	command    []string
+	egress     egressFlags
 
 	// runtimeDir is $XDG_RUNTIME_DIR (an allowlist sandbox's egress files).
 	runtimeDir string
@@ -45,11 +46,18 @@ process is "podbot-sidecar init" (bind-mounted read-only from the host, so
 the engine must run on this machine), which keeps it alive and reaps
 zombies; give a command after -- to run that instead.
 
-Flags override the [sandbox] section of the configuration; the global
---image flag picks the image.`,
+Flags override the [sandbox] and [network] sections of the configuration;
+the global --image flag picks the image.
+
+` + egressHelp + `
+--network also takes bridge or an engine network's name, as sandbox.network
+does; such a network is outside podbot's egress control, so it needs
+network.mode = "open".`,
 		Example: `  name=$(podbot create --network none --read-only --memory 512m)
   podbot exec "$name" -- sh -c 'id; cat /proc/self/status | grep Cap'
-  podbot create --name scratch --pids-limit 100 -- sleep 3600`,
+  podbot create --name scratch --pids-limit 100 -- sleep 3600
+  podbot create --allow-host pypi.org --allow-host files.pythonhosted.org
+  podbot create --network open`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			opts.readOnlySet = fl.Changed("read-only")
@@ -68,6 +76,12 @@ Flags override the [sandbox] section of the configuration; the global
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return &usageError{msg: fmt.Sprintf("unexpected argument %q: put the container command after --", args[0])}
 			}
+			if fl.Changed("network") && opts.network == "" {
+				return &usageError{msg: "--network must not be empty: use allowlist, none, open, bridge or a network name"}
+			}
+			if err := opts.egress.check(); err != nil {
+				return err
+			}
 			opts.command = args
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -77,7 +91,8 @@ Flags override the [sandbox] section of the configuration; the global
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.name, "name", "", "container `NAME` (default podbot-sandbox-<id>)")
-	fl.StringVar(&opts.network, "network", "", "network: none, bridge or a network `NAME` (default: sandbox.network, else the engine's bridge)")
+	fl.StringVar(&opts.network, "network", "", "egress `MODE` (allowlist, none, open), or bridge or a network name with network.mode = open (default: network.mode and sandbox.network)")
+	opts.egress.registerAllowHost(fl)
 	fl.BoolVar(&opts.readOnly, "read-only", false, "read-only root filesystem with a writable tmpfs /tmp")
 	fl.StringVar(&opts.memory, "memory", "", "memory limit `SIZE`, e.g. 256m or 2g (default: sandbox.memory)")
 	fl.Float64Var(&opts.cpus, "cpus", 0, "CPU limit in `CPUS`, e.g. 1.5 (default: sandbox.cpus)")
@@ -95,15 +110,43 @@ func memoryBytes(s string) (int64, error) {
 	return n.Bytes(), nil
 }
 
+// networkMode reports whether --network names an egress mode (allowlist,
+// none, open) rather than an engine network (bridge or a name).
+func (o *createOptions) networkMode() bool {
+	switch o.network {
+	case config.NetworkAllowlist, config.NetworkNone, config.NetworkOpen:
+		return true
+	}
+	return false
+}
+
+// configOverrides maps the flags that override configuration keys: an
+// egress mode given to --network sets network.mode.
+func (o *createOptions) configOverrides() map[string]string {
+	m := map[string]string{}
+	if o.networkMode() {
+		m["network.mode"] = o.network
+	}
+	return m
+}
+
 // toLibrary turns parsed flags into library options.
 func (o *createOptions) toLibrary(cfg config.Config, sidecar string) (podbot.CreateOptions, error) {
 	out := podbot.CreateOptions{
 		Config:      cfg,
 		Name:        o.name,
-		Network:     o.network,
 		PidsLimit:   o.pidsLimit,
 		Command:     o.command,
 		SidecarPath: sidecar,
+		AllowHosts:  o.egress.allowHosts,
+	}
+	// An engine network, or none, is this sandbox's sandbox.network.
+	if !o.networkMode() || o.network == config.NetworkNone {
+		out.Network = o.network
+	}
+	if out.Network != "" && out.Network != config.NetworkNone && cfg.Network.Mode != "" && cfg.Network.Mode != config.NetworkOpen {
+		return out, &usageError{msg: fmt.Sprintf("--network %s: that network is outside podbot's egress control, but network.mode is %q; use --network open for the engine's default network without egress control, or set network.mode = \"open\" to use a named network",
+			o.network, cfg.Network.Mode)}
 	}
 	if o.runtimeDir != "" {
 		out.RuntimeDir = o.runtimeDir
@@ -130,14 +173,11 @@ func (o *createOptions) toLibrary(cfg config.Config, sidecar string) (podbot.Cre
 }
 
 func createRun(ctx context.Context, f *factory, opts *createOptions) error {
-	loaded, err := f.config(nil)
+	loaded, err := f.config(opts.configOverrides())
 	if err != nil {
 		return err
 	}
-	conn, err := f.engine(ctx)
-	if err != nil {
-		return err
-	}
+	f.warnEgress(loaded)
 	sidecar := ""
 	if len(opts.command) == 0 {
 		var searched []string
@@ -149,6 +189,10 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 	}
 	opts.runtimeDir = f.getenv("XDG_RUNTIME_DIR")
 	lib, err := opts.toLibrary(loaded.Config, sidecar)
+	if err != nil {
+		return err
+	}
+	conn, err := f.engine(ctx)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ type hostOptions struct {
 	repo, branch        string
 	name                string
 	extraArgs           []string
+	egress              egressFlags
 }
 
 // configOverrides maps the flags the user gave onto configuration keys.
@@ -40,6 +41,7 @@ func (o *hostOptions) configOverrides() map[string]string {
 	if o.allowTerminalAuth {
 		m["agent.allow_terminal_auth"] = "true"
 	}
+	o.egress.overrides(m)
 	return m
 }
 
@@ -77,10 +79,13 @@ requests, which would run dynamic tools on the IDE's host.
 
 The agent's command comes from the plan: codex runs "codex app-server
 --listen stdio://"; a custom agent runs agent.command with agent.args.
-Arguments after -- are appended to it.`,
+Arguments after -- are appended to it.
+
+` + egressHelp,
 		Example: `  podbot host --agent codex --agent-mode codex_app_server --repo acme/app --branch main
   podbot host --agent custom --agent-mode acp --workspace ~/src/app
-  podbot -q --log-format json host --agent custom --agent-mode acp -- --verbose`,
+  podbot -q --log-format json host --agent custom --agent-mode acp -- --verbose
+  podbot host --agent custom --agent-mode acp --workspace ~/src/app --allow-host model.example.com:8443`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return &usageError{msg: fmt.Sprintf("unexpected argument %q: put the agent's extra arguments after --", args[0])}
@@ -92,6 +97,9 @@ Arguments after -- are appended to it.`,
 				return &usageError{msg: "--branch needs --repo OWNER/NAME"}
 			case opts.repo != "" && opts.branch == "":
 				return &usageError{msg: "--repo needs --branch BRANCH"}
+			}
+			if err := opts.egress.check(); err != nil {
+				return err
 			}
 			opts.extraArgs = args
 			if runF != nil {
@@ -109,6 +117,7 @@ Arguments after -- are appended to it.`,
 	fl.StringVar(&opts.repo, "repo", "", "GitHub repository `OWNER/NAME` to clone into the sandbox")
 	fl.StringVar(&opts.branch, "branch", "", "`BRANCH` to clone (with --repo)")
 	fl.StringVar(&opts.name, "name", "", "container `NAME` (default: generated)")
+	opts.egress.register(fl)
 	return cmd
 }
 
@@ -120,6 +129,7 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 	if err := loaded.Config.ValidateFor("host"); err != nil {
 		return err
 	}
+	f.warnEgress(loaded)
 	conn, err := f.engine(ctx)
 	if err != nil {
 		return err
@@ -129,6 +139,7 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 		return err
 	}
 	lo.HostPath, lo.Repo, lo.Branch, lo.Name, lo.ExtraArgs = opts.workspace, opts.repo, opts.branch, opts.name, opts.extraArgs
+	lo.AllowHosts = opts.egress.allowHosts
 	// An IDE that goes away closes the pipe behind stdout. Receiving SIGPIPE
 	// turns the next write into an error instead of killing podbot, so the
 	// bridge stops and the container is still removed.

@@ -20,6 +20,7 @@ type runOptions struct {
 	name         string
 	remove       bool
 	extraArgs    []string
+	egress       egressFlags
 }
 
 func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra.Command {
@@ -47,10 +48,14 @@ the agent's process only: they are never written into the container's
 configuration, so the engine's inspect does not show them. A GitHub token
 file is removed when the container stops.
 A failed step, or an interrupt (SIGINT, SIGTERM) at any time, removes the
-container and its token directory and names the step.`,
+container and its token directory and names the step.
+
+` + egressHelp,
 		Example: `  podbot run --repo acme/widgets --branch main --agent claude
   podbot run --workspace ~/src/widgets --agent codex --rm
-  podbot run --workspace . --agent custom -- --verbose`,
+  podbot run --workspace . --agent custom -- --verbose
+  podbot run --workspace . --allow-host api.example.com --allow-host '*.cdn.example.com:8443'
+  podbot run --workspace . --network none`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parseArgs(args, cmd.ArgsLenAtDash()); err != nil {
 				return err
@@ -69,6 +74,7 @@ container and its token directory and names the step.`,
 	fl.StringVar(&opts.mode, "agent-mode", "", "agent `MODE`; podbot run takes only podbot (default: agent.mode)")
 	fl.StringVar(&opts.name, "name", "", "container `NAME` (default podbot-<kind>-<id>)")
 	fl.BoolVar(&opts.remove, "rm", false, "remove the container when the agent exits")
+	opts.egress.register(fl)
 	return cmd
 }
 
@@ -82,6 +88,9 @@ func (o *runOptions) parseArgs(args []string, dash int) error {
 		return &usageError{msg: "--repo and --workspace both select the workspace: pick one"}
 	case o.branch == "":
 		return &usageError{msg: "--branch must not be empty"}
+	}
+	if err := o.egress.check(); err != nil {
+		return err
 	}
 	if len(args) > 0 {
 		o.extraArgs = args
@@ -98,6 +107,7 @@ func (o *runOptions) configOverrides() map[string]string {
 	if o.mode != "" {
 		m["agent.mode"] = o.mode
 	}
+	o.egress.overrides(m)
 	return m
 }
 
@@ -110,6 +120,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err := cfg.ValidateFor("run"); err != nil {
 		return err
 	}
+	f.warnEgress(loaded)
 	conn, err := f.engine(ctx)
 	if err != nil {
 		return err
@@ -118,7 +129,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	lo.Repo, lo.Name, lo.ExtraArgs = opts.repo, opts.name, opts.extraArgs
+	lo.Repo, lo.Name, lo.ExtraArgs, lo.AllowHosts = opts.repo, opts.name, opts.extraArgs, opts.egress.allowHosts
 	if opts.repo != "" {
 		lo.Branch = opts.branch
 	}

@@ -65,7 +65,12 @@ func (f *factory) flagOverrides() map[string]string {
 func flagNames(flags map[string]string) map[string]string {
 	names := make(map[string]string, len(flags))
 	for k := range flags {
-		names[k] = "--" + strings.ReplaceAll(strings.ReplaceAll(k, ".", "-"), "_", "-")
+		switch k {
+		case "network.mode":
+			names[k] = "--network"
+		default:
+			names[k] = "--" + strings.ReplaceAll(strings.ReplaceAll(k, ".", "-"), "_", "-")
+		}
 	}
 	return names
 }

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podbot/podbot/egress"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestParseEgress(t *testing.T) {
+	var errOut bytes.Buffer
+	opts, err := parseEgress([]string{"--listen", ":3128", "--policy", "/p.json", "--log", "/l.jsonl", "--upstream-ca", "/ca.pem"}, &errOut)
+	if err != nil || opts.listen != ":3128" || opts.policy != "/p.json" || opts.log != "/l.jsonl" || opts.upstreamCA != "/ca.pem" {
+		t.Fatalf("parseEgress = %+v, %v", opts, err)
+	}
+	for _, args := range [][]string{
+		{"--policy", "p", "--log", "l"},
+		{"--listen", ":1", "--log", "l"},
+		{"--listen", ":1", "--policy", "p"},
+		{"--listen", ":1", "--policy", "p", "--log", "l", "extra"},
+	} {
+		if _, err := parseEgress(args, &errOut); err == nil {
+			t.Errorf("parseEgress(%q) accepted", args)
+		}
+	}
+	var out, eOut bytes.Buffer
+	if code := run(context.Background(), []string{"egress", "--listen", ":1"}, &out, &eOut); code != 2 || !strings.Contains(eOut.String(), "egress needs --policy") {
+		t.Fatalf("run egress without --policy: %d %q", code, eOut.String())
+	}
+	eOut.Reset()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"version":1,"rules":[{"host":"*"}]}`), 0o644)
+	if code := run(context.Background(), []string{"egress", "--listen", "127.0.0.1:0", "--policy", filepath.Join(dir, "bad.json"), "--log", filepath.Join(dir, "l")}, &out, &eOut); code != 1 || !strings.Contains(eOut.String(), "bad egress policy file") {
+		t.Fatalf("run egress with a bad policy: %d %q", code, eOut.String())
+	}
+}
+
+// The runner serves, reloads a changed policy file without a restart,
+// keeps the policy in force when the file goes bad, and stops on cancel.
+func TestRunEgressReloads(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "outside") }))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	policyPath, logPath := filepath.Join(dir, "policy.json"), filepath.Join(dir, "egress.jsonl")
+	pol := &egress.Policy{Resolve: map[string]string{"plain.test": "127.0.0.1"}}
+	if err := egress.WritePolicyFile(policyPath, pol); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan net.Addr, 1)
+	stderr := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- runEgress(ctx, egressOptions{listen: "127.0.0.1:0", policy: policyPath, log: logPath, ready: func(a net.Addr) { addrc <- a }}, stderr)
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("runEgress: %v (%s)", err, stderr.String())
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: addr.String()}), DisableKeepAlives: true}}
+	target := fmt.Sprintf("http://plain.test:%d/", port)
+	status := func() int {
+		resp, err := c.Get(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitStatus := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for status() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("status never became %d; stderr:\n%s", want, stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if got := status(); got != 403 {
+		t.Fatalf("before the allow: %d", got)
+	}
+	r, _ := egress.ParseRule("plain.test:" + strconv.Itoa(port))
+	pol.Rules = []egress.Rule{r}
+	if err := egress.WritePolicyFile(policyPath, pol); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(200)
+	if !strings.Contains(stderr.String(), "egress policy reloaded") {
+		t.Fatalf("no reload line: %s", stderr.String())
+	}
+	// A broken file keeps the policy in force.
+	if err := os.WriteFile(policyPath, []byte(`{"version":1,"rules":[{"host":"*"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(stderr.String(), "egress policy not reloaded") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no error line: %s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := status(); got != 200 {
+		t.Fatalf("after a bad file: %d", got)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("runEgress after cancel: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("runEgress did not stop")
+	}
+	logData, _ := os.ReadFile(logPath)
+	var allows, denies int
+	egress.ReadLog(bytes.NewReader(logData), func(e egress.LogEntry) error {
+		if e.Decision == egress.DecisionAllow {
+			allows++
+		} else {
+			denies++
+		}
+		return nil
+	})
+	if allows < 2 || denies < 1 {
+		t.Fatalf("log has %d allows, %d denies:\n%s", allows, denies, logData)
+	}
+}
