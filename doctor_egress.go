@@ -22,10 +22,15 @@ func doctorEgress(ctx context.Context, conn *engine.Conn, sidecar string, add fu
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := egressnet.NetworkPrefix + "doctor-" + hex.EncodeToString(b[:])
-	id, err := conn.CreateNetwork(ctx, name, engine.NetworkOptions{Internal: true,
+	internal, err := internalNetworks(ctx, conn)
+	if err != nil {
+		add(EgressCheckName, CheckFail, err.Error(), "check the engine's logs")
+		return
+	}
+	id, err := conn.CreateNetwork(ctx, name, engine.NetworkOptions{Internal: internal,
 		Labels: map[string]string{launchplan.LabelManaged: "true", egressnet.LabelRole: "doctor"}})
 	if err != nil {
-		add(EgressCheckName, CheckFail, "cannot make an internal network: "+err.Error(),
+		add(EgressCheckName, CheckFail, "cannot make a sandbox network: "+err.Error(),
 			"allowlist sandboxes (network.mode) need internal bridge networks; check the engine's network backend, or set network.mode = \"open\"")
 		return
 	}
@@ -36,8 +41,8 @@ func doctorEgress(ctx context.Context, conn *engine.Conn, sidecar string, add fu
 	switch {
 	case ierr != nil:
 		add(EgressCheckName, CheckFail, "cannot inspect the internal network: "+ierr.Error(), "check the engine's logs")
-	case len(info.Gateways) == 0 || !info.Internal:
-		add(EgressCheckName, CheckFail, fmt.Sprintf("the engine made %s without a gateway or not internal", name),
+	case len(info.Gateways) == 0 || info.Internal != internal:
+		add(EgressCheckName, CheckFail, fmt.Sprintf("the engine made %s without a gateway or with internal=%v", name, info.Internal),
 			"podbot needs the gateway to keep an allowlist sandbox away from the engine host; use Podman (netavark) or dockerd's bridge driver")
 	case rerr != nil:
 		add(EgressCheckName, CheckWarn, "made an internal network but could not remove it: "+rerr.Error(), "remove it with `podbot prune`")
@@ -45,6 +50,10 @@ func doctorEgress(ctx context.Context, conn *engine.Conn, sidecar string, add fu
 		add(EgressCheckName, CheckWarn, "internal networks work, but podbot-sidecar (the egress proxy) is missing: allowlist sandboxes cannot start",
 			"install podbot-sidecar next to podbot (make build), or set PODBOT_SIDECAR_PATH")
 	default:
-		add(EgressCheckName, CheckOK, fmt.Sprintf("internal networks work (gateway %s); the proxy runs %s from the sandbox image", info.Gateways[0], sidecar), "")
+		kind := "internal networks work"
+		if !internal {
+			kind = "per-sandbox networks work (Podman: routed, closed by netlock in the sandbox)"
+		}
+		add(EgressCheckName, CheckOK, fmt.Sprintf("%s (gateway %s); the proxy runs %s from the sandbox image", kind, info.Gateways[0], sidecar), "")
 	}
 }

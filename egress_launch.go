@@ -57,6 +57,9 @@ func applyEgressMode(plan *launchplan.Plan) {
 // engine's bridge and to that network. It points the plan at the network
 // and at the proxy. On failure it removes what it made.
 func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan, sidecar, runtimeDir string) (es *egressSetup, err error) {
+	if err := checkLockable(*plan); err != nil {
+		return nil, err
+	}
 	if sidecar == "" {
 		return nil, &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrMissingRequired,
 			Msg: "allowlist mode runs the egress proxy from podbot-sidecar; install podbot-sidecar next to podbot or set PODBOT_SIDECAR_PATH"}
@@ -84,7 +87,11 @@ func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan
 	}
 	labels := map[string]string{launchplan.LabelManaged: "true", egressnet.LabelSandbox: plan.Name,
 		egressnet.LabelRole: egressnet.RoleNetwork}
-	es.networkID, err = conn.CreateNetwork(ctx, egressnet.NetworkName(plan.Name), engine.NetworkOptions{Internal: true, Labels: labels})
+	internal, err := internalNetworks(ctx, conn)
+	if err != nil {
+		return es, err
+	}
+	es.networkID, err = conn.CreateNetwork(ctx, egressnet.NetworkName(plan.Name), engine.NetworkOptions{Internal: internal, Labels: labels})
 	if err != nil {
 		return es, err
 	}
@@ -134,6 +141,41 @@ func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan
 	plan.Labels[egressnet.LabelProxyAddr] = es.proxyAddr.String()
 	plan.Labels[LabelEgressDir] = dirs.Root
 	return es, ctx.Err()
+}
+
+// internalNetworks says whether the sandbox's network is made Internal on
+// this engine. dockerd: yes; its internal bridge carries traffic between
+// its containers and drops the rest. Podman (netavark): no. netavark adds
+// no forwarding rule for an internal network, so on a host where
+// br_netfilter passes bridged frames through iptables and the FORWARD
+// policy is DROP (what dockerd sets up), the sandbox cannot even reach its
+// proxy on the same bridge. There the network is an ordinary one and the
+// sandbox's way out is closed in its own namespace by netlock alone: no
+// default route, the gateway prohibited, and no CAP_NET_ADMIN or
+// CAP_NET_RAW to change that or to forge frames (checkLockable).
+func internalNetworks(ctx context.Context, conn *engine.Conn) (bool, error) {
+	info, err := conn.Info(ctx)
+	if err != nil {
+		return false, err
+	}
+	return info.Kind != engine.KindPodman, nil
+}
+
+// checkLockable refuses an allowlist plan whose sandbox could undo netlock
+// or go around it: the privileged profile, or NET_ADMIN (routes) or
+// NET_RAW (hand-made frames to the gateway) among its capabilities.
+func checkLockable(plan launchplan.Plan) error {
+	if plan.Security.Privileged {
+		return &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrConflict,
+			Msg: "network.mode = \"allowlist\" cannot contain a privileged sandbox (sandbox.privileged = true): it could change its own routes and leave the internal network; use network.mode = \"open\" or \"none\", or the minimal profile"}
+	}
+	for _, c := range plan.Security.CapAdd {
+		if c == "NET_ADMIN" || c == "NET_RAW" {
+			return &errdefs.ConfigError{Key: "sandbox.cap_add", Reason: errdefs.ErrConflict,
+				Msg: "CAP_" + c + " would let an allowlist sandbox change its routes or forge frames past its egress proxy; drop it, or use network.mode = \"open\""}
+		}
+	}
+	return nil
 }
 
 // proxyStartWait is how long a started proxy has to stay up before the

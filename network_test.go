@@ -13,6 +13,7 @@ import (
 
 	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/egressnet"
+	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 )
 
@@ -98,5 +99,22 @@ func TestWithoutDropsTheSameRuleOnly(t *testing.T) {
 	got := without(rs, egress.Rule{Host: "a.test"})
 	if len(got) != 2 || got[0].Ports[0] != 8443 || got[1].Host != "b.test" || len(rs) != 3 {
 		t.Fatalf("without = %+v (input %+v)", got, rs)
+	}
+}
+
+func TestAllowlistRefusesSandboxesThatCouldUndoTheLock(t *testing.T) {
+	ok := launchplan.Plan{Security: launchplan.Security{CapAdd: []string{"CHOWN", "NET_BIND_SERVICE"}}}
+	if err := checkLockable(ok); err != nil {
+		t.Fatalf("minimal profile refused: %v", err)
+	}
+	for _, p := range []launchplan.Plan{
+		{Security: launchplan.Security{Privileged: true}},
+		{Security: launchplan.Security{CapAdd: []string{"NET_ADMIN"}}},
+		{Security: launchplan.Security{CapAdd: []string{"CHOWN", "NET_RAW"}}},
+	} {
+		var ce *errdefs.ConfigError
+		if err := checkLockable(p); !errors.As(err, &ce) || !errors.Is(err, errdefs.ErrConflict) {
+			t.Errorf("%+v: %v, want a ConfigError conflict", p.Security, err)
+		}
 	}
 }

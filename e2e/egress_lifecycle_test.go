@@ -69,7 +69,7 @@ func TestEgressLifecycle(t *testing.T) {
 			t.Fatal("the proxy is not running after a detached create")
 		}
 		nw, err := conn.InspectNetwork(ctx, egressnet.NetworkName(name))
-		if err != nil || !nw.Internal || nw.Labels[launchplan.LabelManaged] != "true" || nw.Labels[egressnet.LabelSandbox] != name {
+		if err != nil || nw.Internal != (e.Name == "docker") || nw.Labels[launchplan.LabelManaged] != "true" || nw.Labels[egressnet.LabelSandbox] != name {
 			t.Fatalf("network %+v, %v", nw, err)
 		}
 		gw := bridgeGateway(t, ctx, e)

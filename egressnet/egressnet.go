@@ -1,11 +1,8 @@
 package egressnet
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -142,65 +139,29 @@ func ProxyOwner() string {
 	return strconv.Itoa(os.Geteuid())
 }
 
-// maxPolicyFile bounds the policy file ReadPolicy accepts.
-const maxPolicyFile = 4 << 20
-
-// WritePolicy writes the policy file atomically (a temporary file in the
-// same directory, renamed over the old one), mode 0644 inside the 0700
-// directory: the proxy, another user, must read it, and it holds no secret.
+// WritePolicy writes the policy file atomically, mode 0644 inside the 0700
+// directory (the proxy, another user, must read it; it holds no secret), in
+// the form the proxy reads (egress.WritePolicyFile).
 func WritePolicy(path string, p *egress.Policy) error {
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".policy-*.json")
-	if err != nil {
-		return &errdefs.FilesystemError{Op: "create", Path: path, Msg: "cannot write the egress policy", Err: err}
-	}
-	tmp := f.Name()
-	_, werr := f.Write(append(b, '\n'))
-	if werr == nil {
-		werr = f.Chmod(0o644)
-	}
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp)
-		return &errdefs.FilesystemError{Op: "write", Path: path, Msg: "cannot write the egress policy", Err: werr}
+	if err := egress.WritePolicyFile(path, p); err != nil {
+		return &errdefs.FilesystemError{Op: "write", Path: path, Msg: "cannot write the egress policy", Err: err}
 	}
 	return nil
 }
 
-// ReadPolicy reads a policy file WritePolicy wrote. A missing file is an
-// error with reason errdefs.ErrNotFound.
+// ReadPolicy reads a policy file WritePolicy wrote (egress.ReadPolicyFile).
 func ReadPolicy(path string) (*egress.Policy, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		fe := &errdefs.FilesystemError{Op: "open", Path: path, Msg: "cannot read the egress policy", Err: err}
-		if errors.Is(err, os.ErrNotExist) {
-			fe.Msg = "the sandbox has no egress policy (it was not launched in allowlist mode, or its egress directory is gone)"
-		}
-		return nil, fe
+	p, err := egress.ReadPolicyFile(path)
+	if err == nil {
+		return p, nil
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxPolicyFile+1))
-	if err != nil {
-		return nil, &errdefs.FilesystemError{Op: "read", Path: path, Msg: "cannot read the egress policy", Err: err}
+	fe := &errdefs.FilesystemError{Op: "read", Path: path, Msg: "cannot read the egress policy", Err: err}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		fe.Msg = "the sandbox has no egress policy (it was not launched in allowlist mode, or its egress directory is gone)"
+	case errors.Is(err, egress.ErrBadPolicyFile):
+		fe.Op = "parse"
+		fe.Msg = "the egress policy file is not valid"
 	}
-	if len(b) > maxPolicyFile {
-		return nil, &errdefs.FilesystemError{Op: "read", Path: path, Msg: "the egress policy file is too large"}
-	}
-	var p egress.Policy
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&p); err != nil {
-		return nil, &errdefs.FilesystemError{Op: "parse", Path: path, Msg: "the egress policy file is not valid JSON", Err: err}
-	}
-	return &p, nil
+	return nil, fe
 }

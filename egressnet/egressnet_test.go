@@ -68,8 +68,8 @@ func TestReadPolicyErrors(t *testing.T) {
 		t.Fatalf("bad json: %v", err)
 	}
 	big := filepath.Join(dir, "big.json")
-	_ = os.WriteFile(big, []byte(`{"rules":[`+strings.Repeat(" ", maxPolicyFile)+`]}`), 0o600)
-	if _, err := ReadPolicy(big); !errors.As(err, &fe) || !strings.Contains(fe.Msg, "too large") {
+	_ = os.WriteFile(big, []byte(`{"rules":[`+strings.Repeat(" ", egress.MaxPolicyFileBytes)+`]}`), 0o600)
+	if _, err := ReadPolicy(big); !errors.As(err, &fe) || fe.Op != "parse" {
 		t.Fatalf("big: %v", err)
 	}
 }

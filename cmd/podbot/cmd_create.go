@@ -178,14 +178,12 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		return err
 	}
 	f.warnEgress(loaded)
-	sidecar := ""
-	if len(opts.command) == 0 {
-		var searched []string
-		sidecar, searched = f.findSidecar()
-		if sidecar == "" {
-			f.logger.Warn("podbot-sidecar not found; the sandbox runs `sleep infinity`, which does not reap zombies",
-				"searched", searched)
-		}
+	// The sidecar is the sandbox's init when no command is given, and the
+	// egress proxy of an allowlist sandbox in any case.
+	sidecar, searched := f.findSidecar()
+	if sidecar == "" && len(opts.command) == 0 {
+		f.logger.Warn("podbot-sidecar not found; the sandbox runs `sleep infinity`, which does not reap zombies",
+			"searched", searched)
 	}
 	opts.runtimeDir = f.getenv("XDG_RUNTIME_DIR")
 	lib, err := opts.toLibrary(loaded.Config, sidecar)
