@@ -50,9 +50,6 @@ func TestGitHubTokenStaysWithCloneHost(t *testing.T) {
 		defer cancel()
 		f := newGHFixture(t, ctx, e, time.Hour, "ghaskpass")
 		f.cfg.Workspace.Source = config.SourceGitHubClone
-		sb := launch(t, ctx, f.conn, f.launchOptions())
-		token := readToken(t, filepath.Join(f.rt, "podbot", f.name, "ghapp_token"))
-
 		rec := &passwordRecorder{}
 		evil := startGitServer(t, ctx, e, t.TempDir(), rec.refuse)
 		good, err := url.Parse(f.gs.BaseURL)
@@ -63,6 +60,12 @@ func TestGitHubTokenStaysWithCloneHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The egress policy lets git reach the attacker's server, so what
+		// keeps the token from it is the askpass helper, not the proxy.
+		f.cfg.Network.Allow = append(f.cfg.Network.Allow, bad.Host)
+		sb := launch(t, ctx, f.conn, f.launchOptions())
+		token := readToken(t, filepath.Join(f.rt, "podbot", f.name, "ghapp_token"))
+
 		attacks := []string{
 			evil.BaseURL + "octo-org/demo.git",
 			"http://x-access-token@" + bad.Host + "/octo-org/demo.git",

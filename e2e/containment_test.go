@@ -63,6 +63,7 @@ func TestHostMountAttackerCannotEscalate(t *testing.T) {
 		cfg := launchConfig()
 		cfg.Workspace.Source = config.SourceHostMount
 		cfg.Workspace.AllowedRoots = []string{root}
+		cfg.Network.Mode = config.NetworkNone // the attack is on the mount; no network, no egress proxy
 		name := testName(e, "attackmount")
 		removeOnCleanup(t, e, name)
 		sb := launch(t, ctx, conn, podbot.LaunchOptions{Config: cfg, Intent: launchplan.IntentInteractive, Name: name,

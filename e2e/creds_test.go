@@ -58,6 +58,7 @@ func TestCredsUploadPreservesModesAndSymlinks(t *testing.T) {
 		name := testName(e, "creds")
 		removeOnCleanup(t, e, name)
 		cfg := launchConfig()
+		cfg.Network.Mode = config.NetworkNone // the upload needs no network, hence no egress proxy
 		cfg.Creds.CopyClaude = true
 		cfg.Creds.Exclude = []string{".claude/cache"}
 		sb := launch(t, ctx, conn, podbot.LaunchOptions{
@@ -133,6 +134,7 @@ func TestHostMountAllowedAndRefused(t *testing.T) {
 		cfg := launchConfig()
 		cfg.Workspace.Source = config.SourceHostMount
 		cfg.Workspace.AllowedRoots = []string{allowed}
+		cfg.Network.Mode = config.NetworkNone // the mount needs no network, hence no egress proxy
 
 		name := testName(e, "mountok")
 		removeOnCleanup(t, e, name)

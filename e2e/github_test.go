@@ -244,7 +244,8 @@ func TestGitHubTokenRefreshCloneFetch(t *testing.T) {
 		if gs.servedWith(third) <= before {
 			t.Error("a fetch after podbot token-daemon's refresh was not served with its token")
 		}
-		if err := conn.Remove(ctx, sb.ID, true); err != nil {
+		// Through podbot, so the sandbox's egress proxy and network go too.
+		if _, err := podbot.Remove(ctx, conn, sb.Name, podbot.RemoveOptions{Force: true}); err != nil {
 			t.Fatal(err)
 		}
 		select {

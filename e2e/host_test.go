@@ -561,8 +561,10 @@ func TestHostCodexAppServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		giveToAgent(t, home)
+		// The default egress policy with aimock allowed by an explicit rule
+		// (its address is private, so the rule names it exactly).
 		cfg := hostConfig(ws, "codex_app_server", "/workspace/codex", []string{"app-server", "--listen", "stdio://"},
-			"env_allowlist = [\"CODEX_HOME\", \"AIMOCK_API_KEY\"]\n")
+			fmt.Sprintf("env_allowlist = [\"CODEX_HOME\", \"AIMOCK_API_KEY\"]\n[network]\nallow = [\"%s:%s\"]\n", bridgeGateway(t, ctx, e), port))
 		s := newHostSession(t, e, "host-codex", cfg)
 		argv := append([]string{peerEnv(t, "PODBOT_E2E_NODE"), peerEnv(t, "PODBOT_E2E_CODEX_CLIENT"),
 			"--prompt", "podbot-e2e-tool-call", "--timeout-ms", "120000", "--"}, s.podbot...)
@@ -644,7 +646,7 @@ func TestHostSignalCleansUp(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if rows := containersNamed(t, ctx, e, s.name); len(rows) != 1 || rows[0].State != "running" {
+		if rows := withoutProxies(containersNamed(t, ctx, e, s.name)); len(rows) != 1 || rows[0].State != "running" {
 			t.Fatalf("want the hosting container running, got %+v", rows)
 		}
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -107,3 +107,15 @@ func mustExec(t *testing.T, ctx context.Context, e engineUnderTest, name string,
 	}
 	return res.Stdout
 }
+
+// withoutProxies drops the egress proxy containers (label
+// podbot.egress.role=proxy), whose names contain their sandbox's.
+func withoutProxies(rows []container.Summary) []container.Summary {
+	var out []container.Summary
+	for _, r := range rows {
+		if r.Labels["podbot.egress.role"] != "proxy" {
+			out = append(out, r)
+		}
+	}
+	return out
+}

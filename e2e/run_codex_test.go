@@ -93,6 +93,11 @@ copy_claude = false
 copy_codex = false
 [workspace]
 allowed_roots = [%q]
+[network]
+# This test routes Codex through its own refusing proxy (HTTPS_PROXY in the
+# agent's environment) to see every host it tries: podbot's egress proxy
+# would stand in the way, so the sandbox takes the explicit escape hatch.
+mode = "open"
 `, root)
 		env := newRunEnv(t, cfg, "CODEX_HOME=/workspace/.codex", "AIMOCK_API_KEY=dummy-key",
 			"HTTPS_PROXY="+proxyURL, "HTTP_PROXY="+proxyURL, "ALL_PROXY="+proxyURL, "NO_PROXY="+gw)

@@ -71,6 +71,10 @@ copy_claude = false
 copy_codex = false
 [workspace]
 allowed_roots = [%q]
+[network]
+# The privileged profile could undo an allowlist sandbox's network lock, so
+# podbot refuses that pair; nested containers are this test's subject.
+mode = "open"
 [sandbox]
 %s
 `, agentImage, sock, root, sandboxTOML)

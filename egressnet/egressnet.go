@@ -118,13 +118,21 @@ func (d Dirs) Make() error {
 	return nil
 }
 
-// Remove removes the directories and what they hold. Missing is fine.
+// Remove removes the directories and what they hold, then the egress and
+// podbot directories above them if that left them empty. Missing is fine.
 func (d Dirs) Remove() error {
 	if d.Root == "" {
 		return nil
 	}
 	if err := os.RemoveAll(d.Root); err != nil {
 		return &errdefs.FilesystemError{Op: "remove", Path: d.Root, Msg: "cannot remove the egress directory", Err: err}
+	}
+	// os.Remove fails on a directory that is not empty (another sandbox's,
+	// or token directories): that is the point.
+	if parent := filepath.Dir(d.Root); filepath.Base(parent) == "egress" {
+		if os.Remove(parent) == nil && filepath.Base(filepath.Dir(parent)) == "podbot" {
+			_ = os.Remove(filepath.Dir(parent))
+		}
 	}
 	return nil
 }

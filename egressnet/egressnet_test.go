@@ -54,6 +54,24 @@ func TestPolicyRoundTripIsAtomicAndReadable(t *testing.T) {
 	if _, err := os.Stat(d.Root); !os.IsNotExist(err) {
 		t.Fatalf("Remove left %s: %v", d.Root, err)
 	}
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(d.Root))); !os.IsNotExist(err) {
+		t.Fatalf("Remove left the empty podbot/egress directories: %v", err)
+	}
+	// A parent that holds something else stays.
+	d2, _ := DirsFor(filepath.Dir(filepath.Dir(filepath.Dir(d.Root))), "sb2")
+	d3, _ := DirsFor(filepath.Dir(filepath.Dir(filepath.Dir(d.Root))), "sb3")
+	if err := d2.Make(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d3.Make(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d3.Policy); err != nil {
+		t.Fatalf("Remove of one sandbox took another's: %v", err)
+	}
 }
 
 func TestReadPolicyErrors(t *testing.T) {
