@@ -166,6 +166,9 @@ func (p *Proxy) relay(ctx context.Context, client net.Conn, req *http.Request, e
 	defer resp.Body.Close()
 	removeHopByHop(resp.Header)
 	keepUp := !resp.Close
+	if resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 {
+		keepClient = false // a body that ends when the connection does
+	}
 	resp.Close = !keepClient
 	down := &countingReader{r: resp.Body}
 	resp.Body = down

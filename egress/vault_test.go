@@ -659,3 +659,64 @@ func FuzzInject(f *testing.F) {
 		}
 	})
 }
+
+// Inside an intercepted connection the request's Host and absolute-form
+// target cannot redirect it, upgrades are refused, oversized headers get
+// 431, and a policy change applies to the next request on a kept-alive
+// connection.
+func TestVaultInterceptedRequestShape(t *testing.T) {
+	v := startVault(t)
+	roots := x509.NewCertPool()
+	roots.AddCert(v.ca.Certificate())
+	open := func() (*tls.Conn, *bufio.Reader) {
+		resp, c, br := rawConnect(t, v.tp.addr, "api.example.com:443")
+		if resp.StatusCode != 200 {
+			t.Fatal(resp.Status)
+		}
+		tc := tls.Client(&bufConn{Conn: c, r: br}, &tls.Config{ServerName: "api.example.com", RootCAs: roots})
+		if err := tc.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		return tc, bufio.NewReader(tc)
+	}
+	send := func(tc *tls.Conn, br *bufio.Reader, raw string) *http.Response {
+		t.Helper()
+		io.WriteString(tc, raw)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	tc, br := open()
+	resp := send(tc, br, "GET http://git.example.com/abs HTTP/1.1\r\nHost: git.example.com\r\nX-Api-Key: "+v.api.Placeholder+"\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	seen := v.rec.all()
+	if seen[0].host != "api.example.com" || seen[0].header.Get("X-Api-Key") != apiValue {
+		t.Fatalf("outside saw host %q", seen[0].host)
+	}
+	// Live deny on the same connection.
+	pol := v.tp.Policy().Clone()
+	pol.Deny = mustRules(t, "api.example.com")
+	v.tp.SetPolicy(pol)
+	if resp := send(tc, br, "GET /again HTTP/1.1\r\nHost: api.example.com\r\n\r\n"); resp.StatusCode != 403 {
+		t.Fatalf("after a live deny: %s", resp.Status)
+	}
+	pol.Deny = nil
+	v.tp.SetPolicy(pol)
+	tc, br = open()
+	if resp := send(tc, br, "GET /ws HTTP/1.1\r\nHost: api.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"); resp.StatusCode != 501 {
+		t.Fatalf("upgrade: %s", resp.Status)
+	}
+	tc, br = open()
+	if resp := send(tc, br, "GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Big: "+strings.Repeat("a", maxHeaderBytes+8192)+"\r\n\r\n"); resp.StatusCode != 431 {
+		t.Fatalf("big headers: %s", resp.Status)
+	}
+	if n := len(v.rec.all()); n != 1 {
+		t.Fatalf("outside saw %d requests, want 1", n)
+	}
+}
