@@ -53,6 +53,14 @@ func EgressFromConfig(cfg config.Config, agentKind string, allowHosts ...string)
 	if err := cfg.ValidateNetwork(); err != nil {
 		return launchplan.Egress{}, err
 	}
+	if len(cfg.Secrets) > 0 {
+		// The vault (egress.Secret, the proxy's interception) exists, but the
+		// launch does not give a sandbox its placeholders and CA yet: refuse
+		// rather than start a sandbox the user believes holds no secret.
+		return launchplan.Egress{}, &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
+			Msg: "[[secrets]] (the credential vault) is validated but not yet applied to sandboxes by this podbot; " +
+				"remove the [[secrets]] entries and pass keys with agent.env_allowlist for now"}
+	}
 	mode := egress.Mode(n.Mode)
 	if cfg.Sandbox.Network == "none" {
 		mode = egress.ModeNone

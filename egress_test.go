@@ -280,3 +280,17 @@ func TestEgressInLaunchPlans(t *testing.T) {
 		t.Errorf("run in mode none: %+v %q, %v", req.Egress, req.Sandbox.Network, err)
 	}
 }
+
+// Secrets configured for the vault are refused at launch until the launch
+// applies them: a sandbox must never start while its user believes the
+// values are kept out of it.
+func TestEgressFromConfigRefusesUnappliedSecrets(t *testing.T) {
+	cfg := config.Default()
+	cfg.Network.Mode = "allowlist"
+	cfg.Secrets = []config.Secret{{Name: "anthropic", Source: "env:ANTHROPIC_API_KEY", Hosts: []string{"api.anthropic.com"}, Header: "x-api-key: {}"}}
+	_, err := EgressFromConfig(cfg, "claude")
+	var ce *errdefs.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "secrets" || !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Fatalf("err = %v, want an unsupported secrets error", err)
+	}
+}

@@ -71,12 +71,17 @@ func fileError(path, via string, err error) error {
 
 // decodeFile parses TOML bytes from path into typed values per dotted key,
 // and returns the line each key was written on (0 when unknown).
-func decodeFile(path string, data []byte, defs map[string]keyDef, known []string) (map[string]any, map[string]int, error) {
+//
+// The [[secrets]] array of tables, which the key table cannot hold, comes
+// back decoded in secrets (nil when the file has none); its lines are in
+// the returned map as "secrets[i]" and "secrets[i].field".
+func decodeFile(path string, data []byte, defs map[string]keyDef, known []string) (map[string]any, map[string]int, []Secret, error) {
 	k := koanf.New(".")
 	lines, dup := keyLines(data)
 	if err := k.Load(bytesProvider(data), toml.Parser()); err != nil {
-		return nil, nil, parseError(path, err, dup, lines[dup])
+		return nil, nil, nil, parseError(path, err, dup, lines[dup])
 	}
+	var secrets []Secret
 	flat := k.All()
 	keys := make([]string, 0, len(flat))
 	for key := range flat {
@@ -87,6 +92,17 @@ func decodeFile(path string, data []byte, defs map[string]keyDef, known []string
 	tables := map[string]map[string]any{} // map-typed keys, gathered from their flattened entries
 	for _, key := range keys {
 		src := withLine(path, lineOf(lines, key))
+		if key == SecretsKey {
+			var err error
+			if secrets, err = decodeSecrets(flat[key], func(k string) string { return withLine(path, lineOf(lines, k)) }); err != nil {
+				return nil, nil, nil, err
+			}
+			continue
+		}
+		if strings.HasPrefix(key, SecretsKey+".") {
+			return nil, nil, nil, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue,
+				Msg: "secrets is an array of tables: write each secret under [[secrets]], not [secrets]"}
+		}
 		if parent := knownPrefix(key, known); parent != "" && defs[parent].typ == TypeMap {
 			if tables[parent] == nil {
 				tables[parent] = map[string]any{}
@@ -96,18 +112,18 @@ func decodeFile(path string, data []byte, defs map[string]keyDef, known []string
 		}
 		d, ok := defs[key]
 		if !ok {
-			return nil, nil, unknownFileKey(key, src, known)
+			return nil, nil, nil, unknownFileKey(key, src, known)
 		}
 		v, err := fromTOML(d.typ, flat[key])
 		if err != nil {
-			return nil, nil, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+			return nil, nil, nil, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
 		out[key] = v
 	}
 	for key, table := range tables {
 		v, err := fromTOML(TypeMap, table)
 		if err != nil {
-			return nil, nil, &errdefs.ConfigError{Key: key, Source: withLine(path, lineOf(lines, key)), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+			return nil, nil, nil, &errdefs.ConfigError{Key: key, Source: withLine(path, lineOf(lines, key)), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
 		out[key] = v
 	}
@@ -115,7 +131,15 @@ func decodeFile(path string, data []byte, defs map[string]keyDef, known []string
 	for key := range out {
 		keyLine[key] = lineOf(lines, key)
 	}
-	return out, keyLine, nil
+	if secrets != nil {
+		keyLine[SecretsKey] = lineOf(lines, SecretsKey)
+		for key, line := range lines {
+			if strings.HasPrefix(key, SecretsKey+"[") {
+				keyLine[key] = line
+			}
+		}
+	}
+	return out, keyLine, secrets, nil
 }
 
 func unknownFileKey(key, src string, known []string) error {
@@ -180,12 +204,22 @@ func keyLines(data []byte) (lines map[string]int, dup string) {
 	var p unstable.Parser
 	p.Reset(data)
 	prefix := ""
+	arrays := map[string]int{} // entries seen per array of tables
 	for p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
 			name, line := joinKey(&p, e.Key())
 			prefix = name
+			if e.Kind == unstable.ArrayTable {
+				// Each entry's keys are recorded as name[i].key.
+				if _, seen := lines[name]; !seen {
+					lines[name] = line
+				}
+				prefix = fmt.Sprintf("%s[%d]", name, arrays[name])
+				arrays[name]++
+				name = prefix
+			}
 			if _, seen := lines[name]; !seen {
 				lines[name] = line
 			} else if e.Kind == unstable.Table && dup == "" {

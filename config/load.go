@@ -64,13 +64,20 @@ type Loaded struct {
 
 // Origin is where key's value came from, as Sources says, with the line
 // when it came from the config file ("/home/me/.config/podbot/config.toml:12").
+//
+// A key of a [[secrets]] entry ("secrets[2].hosts") has the source of
+// secrets, and the line of that entry's key.
 func (l *Loaded) Origin(key string) string {
-	src := l.Sources[key]
+	base := key
+	if i := strings.IndexByte(key, '['); i > 0 {
+		base = key[:i]
+	}
+	src := l.Sources[base]
 	if src == "" {
 		return SourceDefault
 	}
 	if len(l.Files) > 0 && src == l.Files[0] {
-		return withLine(src, l.fileLines[key])
+		return withLine(src, lineOf(l.fileLines, key))
 	}
 	return src
 }
@@ -128,17 +135,22 @@ func Load(opts LoadOptions) (*Loaded, error) {
 		return nil, err
 	}
 	l.Searched = searched
+	var secrets []Secret
 	if path != "" {
 		data, err := readFile(path, via)
 		if err != nil {
 			return nil, err
 		}
-		values, lines, err := decodeFile(path, data, byKey, known)
+		values, lines, fileSecrets, err := decodeFile(path, data, byKey, known)
 		if err != nil {
 			return nil, err
 		}
 		l.Files = append(l.Files, path)
 		l.fileLines = lines
+		if fileSecrets != nil {
+			secrets = fileSecrets
+			l.Sources[SecretsKey] = path
+		}
 		if err := layer(values, func(string) string { return path }); err != nil {
 			return nil, err
 		}
@@ -166,6 +178,7 @@ func Load(opts LoadOptions) (*Loaded, error) {
 			return nil, &errdefs.ConfigError{Key: d.key, Source: l.Sources[d.key], Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
 	}
+	l.Config.Secrets = secrets
 	if err := l.Config.Validate(); err != nil {
 		return nil, l.withSources(err)
 	}

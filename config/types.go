@@ -20,6 +20,10 @@ type Config struct {
 	Agent     Agent
 	ACP       ACP
 	Tools     Tools
+
+	// Secrets are the credential vault's entries ([[secrets]] in the
+	// config file only; no environment variable or flag sets them).
+	Secrets []Secret
 }
 
 // GitHub configures the GitHub App that mints installation tokens.

@@ -72,6 +72,7 @@ func (c Config) Validate() error {
 		v.add("acp.max_frame_bytes", errdefs.ErrInvalidValue, "got %s; expected between 1k and 1g", c.ACP.MaxFrameBytes)
 	}
 	c.Tools.validate(&v)
+	c.validateSecrets(&v)
 	return v.err()
 }
 
@@ -296,6 +297,7 @@ func (c Config) ValidateNetwork() error {
 	var v validator
 	c.Network.validate(&v)
 	v.sandboxNetwork(c.Network.Mode, c.Sandbox.Network)
+	c.validateSecrets(&v)
 	return v.err()
 }
 

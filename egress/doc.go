@@ -18,4 +18,17 @@
 // that routes by that Host still allows fronting behind an allowed name),
 // and the inner name of an Encrypted ClientHello (the outer, public name
 // is the one checked).
+//
+// The credential vault: a Secret has a name, the hosts it belongs to, where
+// it goes (a header template or a Basic credential's password), a
+// placeholder (what the sandbox holds) and its real value (read by the
+// proxy from a 0600 secrets file, never marshalled or logged). A CONNECT to
+// a host that a secret belongs to is not spliced but intercepted: the
+// proxy ends TLS with a leaf from the sandbox's own CA (NewCA, short-lived,
+// name-constrained to the secrets' hosts), reads HTTP/1.1 requests, puts
+// the value in place of the placeholder, and forwards over TLS it verifies
+// itself. A placeholder seen in any header of a request to a host its
+// secret does not belong to, intercepted or forwarded, refuses the request.
+// Inside a plain tunnel the proxy sees nothing; a placeholder sent there
+// goes out as it is, and is useless.
 package egress

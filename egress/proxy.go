@@ -76,6 +76,14 @@ type Options struct {
 	DialTimeout time.Duration
 	// Logger receives operational messages (not decisions); nil discards.
 	Logger *slog.Logger
+	// Secrets are the vault's credentials (see Secret). A CONNECT to a
+	// host that one of them belongs to is intercepted: the proxy ends TLS
+	// with a leaf from CA and puts the secret's value in place of its
+	// placeholder. A placeholder sent anywhere else is refused. Needs CA.
+	Secrets []Secret
+	// CA issues the leaves of intercepted connections; required when
+	// Secrets is not empty.
+	CA *CA
 }
 
 // ErrClosed is returned by Serve on a proxy that was closed before.
@@ -89,6 +97,8 @@ var ErrClosed = errors.New("egress proxy closed")
 type Proxy struct {
 	o         Options
 	pol       atomic.Pointer[Policy]
+	secrets   atomic.Pointer[[]Secret]
+	roots     *x509.CertPool // system roots, nil when unavailable
 	log       decisionLog
 	srv       *http.Server
 	transport *http.Transport
@@ -134,7 +144,20 @@ func New(o Options) (*Proxy, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := validateSecrets(o.Secrets); err != nil {
+		return nil, &errdefs.ConfigError{Key: "egress proxy secrets", Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+	}
+	if len(o.Secrets) > 0 && o.CA == nil {
+		return nil, &errdefs.ConfigError{Key: "egress proxy CA", Reason: errdefs.ErrMissingRequired,
+			Msg: "secrets need a CA to intercept their hosts"}
+	}
 	p := &Proxy{o: o, sem: make(chan struct{}, o.MaxConns), tunnels: map[net.Conn]struct{}{}}
+	ss := cloneSecrets(o.Secrets)
+	p.secrets.Store(&ss)
+	p.o.Secrets = nil // the live set is p.secrets
+	if o.CA != nil {
+		p.roots, _ = x509.SystemCertPool() // nil when the system has none: UpstreamRoots alone
+	}
 	p.log = decisionLog{w: o.Log, logger: o.Logger}
 	pol := o.Policy
 	if pol == nil {
@@ -198,6 +221,28 @@ func (p *Proxy) SetPolicy(pol *Policy) {
 	p.pol.Store(pol)
 	p.transport.CloseIdleConnections()
 }
+
+// SetSecrets swaps the vault's secrets atomically (a refreshed token, a
+// changed value): the next request sees them, also on a connection that
+// is already intercepted. Which hosts are intercepted is decided when a
+// CONNECT arrives. The secrets are validated first (errors never hold a
+// value); with secrets, the proxy needs a CA.
+func (p *Proxy) SetSecrets(ss []Secret) error {
+	if err := validateSecrets(ss); err != nil {
+		return &errdefs.ConfigError{Key: "egress proxy secrets", Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+	}
+	if len(ss) > 0 && p.o.CA == nil {
+		return &errdefs.ConfigError{Key: "egress proxy CA", Reason: errdefs.ErrMissingRequired,
+			Msg: "secrets need a CA to intercept their hosts"}
+	}
+	c := cloneSecrets(ss)
+	p.secrets.Store(&c)
+	return nil
+}
+
+// liveSecrets returns the secrets in force; the caller must not change
+// them.
+func (p *Proxy) liveSecrets() []Secret { return *p.secrets.Load() }
 
 // Policy returns the policy in force. The caller must not change it; use
 // Clone and SetPolicy.
@@ -381,6 +426,11 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	entry := LogEntry{Host: host, Port: port, Method: http.MethodConnect}
+	secrets := p.liveSecrets()
+	if m := findMisuse(secrets, host, port, r.Header, ""); m != nil {
+		p.deny(w, entry, &refusal{reason: m.Error()})
+		return
+	}
 	pol := p.Policy()
 	dec, addrs, err := p.admit(r.Context(), pol, host, port)
 	var ref *refusal
@@ -389,6 +439,12 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	entry.Rule = dec.Rule
+	intercept := false
+	for i := range secrets {
+		if secrets[i].belongs(host, port) {
+			intercept = true
+		}
+	}
 	upstream, err := p.dialAny(r.Context(), addrs)
 	if err != nil {
 		entry.Decision, entry.Reason, entry.Time = DecisionAllow, dec.Reason+"; upstream unreachable: "+err.Error(), time.Now().UTC()
@@ -424,6 +480,10 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	client.SetDeadline(time.Now().Add(p.o.HeaderTimeout))
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		return
+	}
+	if intercept {
+		p.intercept(r.Context(), &earlyConn{Conn: client, early: early}, upstream, host, port, dec)
 		return
 	}
 	hello, sni, err := ReadClientHello(io.MultiReader(bytesReader(early), client), MaxClientHelloBytes)
@@ -487,6 +547,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	entry := LogEntry{Host: host, Port: port, Method: r.Method}
+	if m := findMisuse(p.liveSecrets(), host, port, r.Header, r.URL.String()); m != nil {
+		p.deny(w, entry, &refusal{reason: m.Error()})
+		return
+	}
 	dec, addrs, err := p.admit(r.Context(), p.Policy(), host, port)
 	var ref *refusal
 	if errors.As(err, &ref) {

@@ -94,6 +94,11 @@ env_allowlist = ["AIMOCK_API_KEY"]
 [creds]
 copy_claude = false
 copy_codex = true
+[network]
+# The default egress policy (allowlist) reaches the clone host through the
+# github preset (github.clone_base_url); the mock model on the host needs a
+# rule of its own, naming the exact private address and port.
+allow = ["$gateway:$mock_port"]
 TOML
 
 say "podbot run (engine: $engine)"

@@ -26,6 +26,9 @@ type egressOptions struct {
 	policy     string
 	log        string
 	upstreamCA string
+	// secrets, caCert and caKey enable the credential vault; all three or
+	// none.
+	secrets, caCert, caKey string
 	// ready, when set, is told the listening address (tests).
 	ready func(net.Addr)
 }
@@ -38,6 +41,9 @@ func parseEgress(args []string, stderr io.Writer) (egressOptions, error) {
 	fs.StringVar(&opts.policy, "policy", "", "policy file (JSON, written by podbot); re-read when it changes")
 	fs.StringVar(&opts.log, "log", "", "decision log (JSONL), appended to")
 	fs.StringVar(&opts.upstreamCA, "upstream-ca", "", "PEM file of CA certificates trusted upstream besides the system roots")
+	fs.StringVar(&opts.secrets, "secrets", "", "vault secrets file (JSON, mode 0600, written by podbot); re-read when it changes")
+	fs.StringVar(&opts.caCert, "ca-cert", "", "PEM certificate of the sandbox CA that intercepts the secrets' hosts")
+	fs.StringVar(&opts.caKey, "ca-key", "", "PEM private key of the sandbox CA (mode 0600)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return opts, err
@@ -51,6 +57,9 @@ func parseEgress(args []string, stderr io.Writer) (egressOptions, error) {
 		if f.v == "" {
 			return opts, fmt.Errorf("%w: egress needs %s", errUsage, f.name)
 		}
+	}
+	if set := btoi(opts.secrets != "") + btoi(opts.caCert != "") + btoi(opts.caKey != ""); set != 0 && set != 3 {
+		return opts, fmt.Errorf("%w: --secrets, --ca-cert and --ca-key go together", errUsage)
 	}
 	return opts, nil
 }
@@ -75,12 +84,28 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 			return err
 		}
 	}
+	var (
+		secrets   []egress.Secret
+		secretsFI os.FileInfo
+		ca        *egress.CA
+	)
+	if opts.secrets != "" {
+		if ca, err = loadCA(opts.caCert, opts.caKey); err != nil {
+			return err
+		}
+		if secrets, err = egress.ReadSecretsFile(opts.secrets); err != nil {
+			return err
+		}
+		if secretsFI, err = os.Stat(opts.secrets); err != nil {
+			return err
+		}
+	}
 	logFile, err := os.OpenFile(opts.log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
-	p, err := egress.New(egress.Options{Policy: pol, Log: logFile, UpstreamRoots: roots, Logger: logger})
+	p, err := egress.New(egress.Options{Policy: pol, Log: logFile, UpstreamRoots: roots, Logger: logger, Secrets: secrets, CA: ca})
 	if err != nil {
 		return err
 	}
@@ -88,11 +113,16 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	logger.Info("egress proxy listening", "addr", ln.Addr().String(), "rules", len(pol.Rules))
+	logger.Info("egress proxy listening", "addr", ln.Addr().String(), "rules", len(pol.Rules), "secrets", len(secrets))
 	if opts.ready != nil {
 		opts.ready(ln.Addr())
 	}
 	stopped := make(chan struct{})
+	if opts.secrets != "" {
+		secretsDone := make(chan struct{})
+		go func() { defer close(secretsDone); watchSecrets(ctx, opts.secrets, secretsFI, p, logger) }()
+		defer func() { <-secretsDone }()
+	}
 	go func() {
 		defer close(stopped)
 		watchPolicy(ctx, opts.policy, fi, p, logger)
@@ -131,6 +161,89 @@ func watchPolicy(ctx context.Context, path string, last os.FileInfo, p *egress.P
 		p.SetPolicy(pol)
 		logger.Info("egress policy reloaded", "rules", len(pol.Rules), "deny", len(pol.Deny))
 	}
+}
+
+// watchSecrets polls the vault's secrets file until ctx ends and gives the
+// proxy its secrets whenever the file changes (a refreshed token). A file
+// that goes bad is reported, by its error alone (never a value), and the
+// secrets in force are kept.
+func watchSecrets(ctx context.Context, path string, last os.FileInfo, p *egress.Proxy, logger *slog.Logger) {
+	t := time.NewTicker(policyPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			logger.Error("egress secrets file unreadable; keeping the secrets in force", "err", err)
+			continue
+		}
+		if last != nil && fi.Size() == last.Size() && fi.ModTime().Equal(last.ModTime()) && os.SameFile(fi, last) {
+			continue
+		}
+		last = fi
+		ss, err := egress.ReadSecretsFile(path)
+		if err == nil {
+			err = p.SetSecrets(ss)
+		}
+		if err != nil {
+			logger.Error("egress secrets not reloaded; keeping the secrets in force", "err", err)
+			continue
+		}
+		logger.Info("egress secrets reloaded", "secrets", len(ss))
+	}
+}
+
+// loadCA reads the sandbox CA: its certificate, and its key from a file
+// only its owner may read.
+func loadCA(certPath, keyPath string) (*egress.CA, error) {
+	cert, err := readBounded(certPath, false)
+	if err != nil {
+		return nil, err
+	}
+	key, err := readBounded(keyPath, true)
+	if err != nil {
+		return nil, err
+	}
+	return egress.ParseCA(cert, key)
+}
+
+// readBounded reads a regular file of at most maxCABytes; private refuses
+// one that others may read.
+func readBounded(path string, private bool) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if private && st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s has mode %04o; a private key must be 0600", path, st.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxCABytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxCABytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxCABytes)
+	}
+	return b, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // loadRoots returns the system roots plus the certificates in the PEM file

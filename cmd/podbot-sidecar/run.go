@@ -17,7 +17,9 @@ commands:
   serve [--root DIR] [--tmp DIR]   serve the podbot tools over MCP on stdio
   init                             run as PID 1: stay alive, reap zombies
   egress --listen ADDR --policy FILE --log FILE [--upstream-ca FILE]
-                                   serve the egress proxy; reload FILE when it changes
+         [--secrets FILE --ca-cert FILE --ca-key FILE]
+                                   serve the egress proxy; reload the policy
+                                   and secrets files when they change
   version                          print the version
   netlock [--block ADDR]...        delete the default route and block ADDRs
                                    (needs CAP_NET_ADMIN; run by podbot in a

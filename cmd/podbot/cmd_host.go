@@ -42,6 +42,7 @@ func (o *hostOptions) configOverrides() map[string]string {
 		m["agent.allow_terminal_auth"] = "true"
 	}
 	o.egress.overrides(m)
+	workspaceOverrides(m, o.workspace, o.repo)
 	return m
 }
 
@@ -101,6 +102,11 @@ Arguments after -- are appended to it.
 			if err := opts.egress.check(); err != nil {
 				return err
 			}
+			ws, err := absWorkspace(opts.workspace)
+			if err != nil {
+				return err
+			}
+			opts.workspace = ws
 			opts.extraArgs = args
 			if runF != nil {
 				return runF(cmd.Context(), opts)

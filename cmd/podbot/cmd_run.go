@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -92,6 +91,11 @@ func (o *runOptions) parseArgs(args []string, dash int) error {
 	if err := o.egress.check(); err != nil {
 		return err
 	}
+	ws, err := absWorkspace(o.workspace)
+	if err != nil {
+		return err
+	}
+	o.workspace = ws
 	if len(args) > 0 {
 		o.extraArgs = args
 	}
@@ -108,6 +112,7 @@ func (o *runOptions) configOverrides() map[string]string {
 		m["agent.mode"] = o.mode
 	}
 	o.egress.overrides(m)
+	workspaceOverrides(m, o.workspace, o.repo)
 	return m
 }
 
@@ -133,13 +138,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if opts.repo != "" {
 		lo.Branch = opts.branch
 	}
-	if opts.workspace != "" {
-		abs, err := filepath.Abs(opts.workspace)
-		if err != nil {
-			return &errdefs.FilesystemError{Op: "resolve", Path: opts.workspace, Err: err}
-		}
-		lo.HostPath = abs
-	}
+	lo.HostPath = opts.workspace
 	res, err := podbot.Run(ctx, conn, podbot.RunOptions{
 		Launch: lo, Remove: opts.remove,
 		Stdin: f.ios.In, Stdout: f.ios.Out, Stderr: f.ios.ErrOut,

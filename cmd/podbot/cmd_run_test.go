@@ -16,10 +16,10 @@ func TestRunFlags(t *testing.T) {
 		overrides map[string]string
 	}{
 		{name: "repo with default branch", args: []string{"--repo", "acme/widgets"},
-			want: runOptions{repo: "acme/widgets", branch: "main"}, overrides: map[string]string{}},
+			want: runOptions{repo: "acme/widgets", branch: "main"}, overrides: map[string]string{"workspace.source": "github_clone", "workspace.host_path": ""}},
 		{name: "workspace, agent, mode, rm, extra args", args: []string{"--workspace", "/src/w", "--agent", "codex", "--agent-mode", "podbot", "--rm", "--", "--model", "x"},
 			want:      runOptions{workspace: "/src/w", branch: "main", agent: "codex", mode: "podbot", remove: true, extraArgs: []string{"--model", "x"}},
-			overrides: map[string]string{"agent.kind": "codex", "agent.mode": "podbot"}},
+			overrides: map[string]string{"agent.kind": "codex", "agent.mode": "podbot", "workspace.source": "host_mount", "workspace.host_path": "/src/w"}},
 		{name: "repo and workspace conflict", args: []string{"--repo", "a/b", "--workspace", "/w"}, wantUsage: true},
 		{name: "argument before --", args: []string{"stray"}, wantUsage: true},
 		{name: "empty branch", args: []string{"--repo", "a/b", "--branch", ""}, wantUsage: true},

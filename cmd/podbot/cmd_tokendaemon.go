@@ -22,7 +22,7 @@ type tokenDaemonOptions struct {
 func newTokenDaemonCmd(f *factory, runF func(context.Context, *tokenDaemonOptions) error) *cobra.Command {
 	opts := &tokenDaemonOptions{}
 	cmd := &cobra.Command{
-		Use:   "token-daemon (--container NAME|ID | --all)",
+		Use:   "token-daemon (NAME|ID | --container NAME|ID | --all)",
 		Short: "Keep GitHub App tokens fresh for podbot containers",
 		Long: `Keep the GitHub App installation token of podbot containers fresh.
 
@@ -33,19 +33,27 @@ helper. A token is replaced github.token_refresh_buffer before it expires;
 failures are retried with backoff while the old token is still valid. When a
 container is gone its directory is removed.
 
---container serves one container and exits when it is gone. --all serves every
+A container given as the argument or with --container is served alone, until
+it stops or is removed. --all serves every
 podbot container launched with a token (label podbot.github_token=true),
 including ones started later, until interrupted; run it as a systemd user
 service (contrib/systemd/podbot-token-daemon.service). The GitHub App comes
 from the configuration (github.app_id, github.installation_id,
 github.private_key_path, github.api_url). Tokens never appear in logs or argv.`,
 		Example: `  podbot token-daemon --all
+  podbot token-daemon podbot-claude-3f2a9c1d0b7e
   podbot token-daemon --container podbot-claude-3f2a9c1d0b7e
   systemctl --user enable --now podbot-token-daemon.service`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if opts.container != "" && opts.container != args[0] {
+					return &usageError{msg: "name the container once: as the argument or with --container, not both"}
+				}
+				opts.container = args[0]
+			}
 			if (opts.container == "") == !opts.all {
-				return &usageError{msg: "give either --container NAME|ID or --all"}
+				return &usageError{msg: "give either a container (NAME|ID, or --container NAME|ID) or --all"}
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)

@@ -21,7 +21,11 @@ func TestTokenDaemonFlags(t *testing.T) {
 			want: &tokenDaemonOptions{all: true, checkInterval: 5 * time.Second, listInterval: time.Minute}},
 		{name: "neither", args: nil, wantUsage: true},
 		{name: "both", args: []string{"--all", "--container", "x"}, wantUsage: true},
-		{name: "positional", args: []string{"x"}, wantUsage: true},
+		{name: "positional", args: []string{"podbot-claude-1"}, want: &tokenDaemonOptions{container: "podbot-claude-1"}},
+		{name: "positional and the same flag", args: []string{"x", "--container", "x"}, want: &tokenDaemonOptions{container: "x"}},
+		{name: "positional and another flag", args: []string{"x", "--container", "y"}, wantUsage: true},
+		{name: "positional and all", args: []string{"x", "--all"}, wantUsage: true},
+		{name: "two positionals", args: []string{"x", "y"}, wantUsage: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -68,6 +68,13 @@ func flagNames(flags map[string]string) map[string]string {
 		switch k {
 		case "network.mode":
 			names[k] = "--network"
+		case "workspace.host_path":
+			names[k] = "--workspace"
+		case "workspace.source":
+			names[k] = "--repo"
+			if flags["workspace.host_path"] != "" {
+				names[k] = "--workspace"
+			}
 		default:
 			names[k] = "--" + strings.ReplaceAll(strings.ReplaceAll(k, ".", "-"), "_", "-")
 		}
