@@ -314,7 +314,7 @@ func TestPruneDryRun(t *testing.T) {
 			t.Errorf("prune --dry-run lists the running %s:\n%s", running, res.Stdout)
 		}
 		for _, n := range []string{stopped, running} {
-			if len(containersNamed(t, ctx, e, n)) != 1 {
+			if len(withoutProxies(containersNamed(t, ctx, e, n))) != 1 {
 				t.Errorf("prune --dry-run removed %s", n)
 			}
 		}
@@ -341,6 +341,26 @@ func TestRefusesForeignContainer(t *testing.T) {
 	})
 }
 
+// TestCreatePrivilegedAllowlist: the privileged profile could change its
+// own routes and leave its network, so under the default allowlist mode
+// podbot create refuses it as a configuration conflict (exit 3) naming
+// network.mode, and makes nothing.
+func TestCreatePrivilegedAllowlist(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		name := testName(e, "privlock")
+		removeOnCleanup(t, e, name)
+		res := runPodbot(t, ctx, e, "create", "--privileged", "--name", name)
+		if res.Code != 3 || !strings.Contains(res.Stderr, "network.mode") || !strings.Contains(res.Stderr, "privileged") {
+			t.Fatalf("privileged allowlist create: exit %d, stderr %s; want 3 naming network.mode", res.Code, res.Stderr)
+		}
+		if rows := containersNamed(t, ctx, e, name); len(rows) != 0 {
+			t.Fatalf("the refused create left %d containers", len(rows))
+		}
+	})
+}
+
 // engineCLI is the engine's own CLI pointed at the test engine.
 func engineCLI(e engineUnderTest) string {
 	if e.Name == "podman" {
@@ -355,7 +375,9 @@ func TestCreatePrivileged(t *testing.T) {
 		defer cancel()
 		name := testName(e, "priv")
 		removeOnCleanup(t, e, name)
-		res := runPodbot(t, ctx, e, "create", "--privileged", "--name", name)
+		// The privileged profile could undo an allowlist sandbox's network
+		// lock, so it takes an explicit --network open (TestCreatePrivilegedAllowlist).
+		res := runPodbot(t, ctx, e, "create", "--privileged", "--network", "open", "--name", name)
 		if e.Name == "podman" {
 			if res.Code != 0 {
 				t.Fatalf("privileged create on Podman: exit %d %s", res.Code, res.Stderr)
