@@ -57,8 +57,13 @@ func doctorIsolation(info *engine.EngineInfo, l *config.Loaded, add func(string,
 	if cfg.Sandbox.Privileged {
 		gaps = append(gaps, "sandbox.privileged is set: a privileged container holds the host's root, so no guarantee below holds")
 	}
+	switch cfg.Network.Mode {
+	case config.NetworkAllowlist:
+		gaps = append(gaps, "network: agent sandboxes reach only the hosts network.allow and network.presets allow, through their egress proxy; an allowed host can still carry data away")
+	case config.NetworkOpen:
+		gaps = append(gaps, "network: network.mode is \"open\": agent sandboxes use the engine's default network and may reach any host")
+	}
 	gaps = append(gaps,
-		"network: agent sandboxes use the engine's default network and may reach any host (no egress policy yet)",
 		"the GitHub installation token file is readable inside a sandbox that clones with it (the askpass helper answers only the configured host, but the agent can read the file)",
 		"a host mount that is not a git repository can be made one by the agent (podbot protects only an existing .git)")
 	add("isolation gaps", CheckWarn, strings.Join(gaps, "; "), "see the README's threat model; use github_clone instead of host_mount where you can")
