@@ -3,6 +3,7 @@ package podbot
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -135,7 +136,7 @@ func pruneEgress(ctx context.Context, conn *engine.Conn, opts PruneOptions, res 
 			continue // the sandbox is still there (or the engine could not say)
 		}
 		if !opts.DryRun {
-			if err := removeEgress(ctx, conn, name, ""); err != nil {
+			if err := removeEgress(ctx, conn, name, proxyEgressDir(ctx, conn, name)); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -144,4 +145,25 @@ func pruneEgress(ctx context.Context, conn *engine.Conn, opts PruneOptions, res 
 	}
 	sort.Strings(res.Egress)
 	return errors.Join(errs...)
+}
+
+// proxyEgressDir returns the egress directory of sandbox name as its proxy
+// container mounts it (the policy mount's parent), or "" when there is no
+// proxy or the path does not have the shape podbot gives it
+// (.../egress/<name>), so prune never removes anything else.
+func proxyEgressDir(ctx context.Context, conn *engine.Conn, name string) string {
+	in, err := conn.Inspect(ctx, egressnet.ProxyName(name), false)
+	if err != nil {
+		return ""
+	}
+	for _, m := range in.Mounts {
+		if m.Destination != egressnet.PolicyDirTarget {
+			continue
+		}
+		dir := filepath.Dir(m.Source)
+		if filepath.Base(m.Source) == "policy" && filepath.Base(dir) == name && filepath.Base(filepath.Dir(dir)) == "egress" {
+			return dir
+		}
+	}
+	return ""
 }

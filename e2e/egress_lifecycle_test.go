@@ -141,8 +141,10 @@ func TestEgressLifecycle(t *testing.T) {
 	})
 }
 
-// TestEgressPruneFindsLeftovers: a sandbox removed behind podbot's back
-// leaves its proxy and network; podbot prune removes them.
+// TestEgressPruneFindsLeftovers: a leftover internal network whose sandbox
+// is gone (a crash) is removed by podbot prune; a proxy whose sandbox is
+// gone but that is younger than prune's grace is not (a concurrent launch
+// may still be making that sandbox).
 func TestEgressPruneFindsLeftovers(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -165,6 +167,25 @@ func TestEgressPruneFindsLeftovers(t *testing.T) {
 		}
 		if _, err := conn.InspectNetwork(ctx, egressnet.NetworkName(name)); !errors.Is(err, errdefs.ErrNotFound) {
 			t.Fatalf("network after prune: %v", err)
+		}
+
+		// A whole allowlist sandbox removed with the engine's own API.
+		rt := runtimeDir(t)
+		gone := testName(e, "egressgone")
+		res, err := podbot.Create(ctx, conn, podbot.CreateOptions{Config: launchConfig(), Name: gone, SidecarPath: sidecarBin(t), RuntimeDir: rt,
+			Egress: &launchplan.Egress{Mode: egress.ModeAllowlist}})
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		removeOnCleanup(t, e, gone)
+		if err := e.API.ContainerRemove(ctx, res.ID, container.RemoveOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		// A proxy younger than prune's grace (a minute) is left alone: a
+		// concurrent launch may not have made its sandbox yet.
+		r = runPodbot(t, ctx, e, "prune", "--dry-run")
+		if r.Code != 0 || strings.Contains(r.Stdout, "egress proxy and network of "+gone) {
+			t.Fatalf("prune --dry-run offered a proxy younger than its grace: %d\n%s", r.Code, r.Stdout)
 		}
 	})
 }

@@ -77,12 +77,22 @@ func createSandbox(t *testing.T, ctx context.Context, e engineUnderTest, purpose
 	return name
 }
 
-// removeOnCleanup force-removes the named container when the test ends.
+// removeOnCleanup force-removes the named container when the test ends,
+// with the egress proxy and network an allowlist sandbox of that name has.
 func removeOnCleanup(t *testing.T, e engineUnderTest, name string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		dir := ""
+		if in, err := e.API.ContainerInspect(ctx, name); err == nil && in.Config != nil {
+			dir = in.Config.Labels["podbot.egress.dir"]
+		}
 		_ = e.API.ContainerRemove(ctx, name, container.RemoveOptions{Force: true})
+		_ = e.API.ContainerRemove(ctx, "podbot-egress-"+name, container.RemoveOptions{Force: true})
+		_ = e.API.NetworkRemove(ctx, "podbot-net-"+name)
+		if dir != "" && filepath.Base(dir) == name && filepath.Base(filepath.Dir(dir)) == "egress" {
+			_ = os.RemoveAll(dir)
+		}
 	})
 }
 
