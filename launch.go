@@ -194,7 +194,7 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 	}
 	applyEgressMode(&plan)
 	if plan.Egress.Mode == egress.ModeAllowlist {
-		progress(StepNetwork, "internal network "+egressnet.NetworkName(plan.Name)+" and egress proxy "+egressnet.ProxyName(plan.Name))
+		progress(StepNetwork, "sandbox network "+egressnet.NetworkName(plan.Name)+" and egress proxy "+egressnet.ProxyName(plan.Name))
 		sb.egress, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir)
 		if err != nil {
 			return nil, &StepError{StepNetwork, err}
