@@ -143,6 +143,13 @@ func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, 
 	if err != nil {
 		return launchplan.Request{}, err
 	}
+	if len(cfg.Secrets) > 0 {
+		// The vault is applied by Launch (podbot run and host), which reads
+		// the host environment its env: sources need; refuse rather than
+		// create a sandbox the user believes holds placeholders.
+		return launchplan.Request{}, &errdefs.ConfigError{Key: config.SecretsKey, Reason: errdefs.ErrUnsupported,
+			Msg: "podbot create does not apply [[secrets]] (the credential vault) yet; use podbot run or podbot host, or remove the [[secrets]] entries"}
+	}
 	sb := SandboxFromConfig(cfg.Sandbox)
 	if opts.ReadOnlyRootfs != nil {
 		ro := *opts.ReadOnlyRootfs
@@ -228,7 +235,7 @@ func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (res Cre
 			return CreateResult{}, err
 		}
 		var es *egressSetup
-		es, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir)
+		es, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir, nil)
 		if err != nil {
 			return CreateResult{}, &StepError{StepNetwork, err}
 		}

@@ -53,19 +53,19 @@ func EgressFromConfig(cfg config.Config, agentKind string, allowHosts ...string)
 	if err := cfg.ValidateNetwork(); err != nil {
 		return launchplan.Egress{}, err
 	}
-	if len(cfg.Secrets) > 0 {
-		// The vault (egress.Secret, the proxy's interception) exists, but the
-		// launch does not give a sandbox its placeholders and CA yet: refuse
-		// rather than start a sandbox the user believes holds no secret.
-		return launchplan.Egress{}, &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
-			Msg: "[[secrets]] (the credential vault) is validated but not yet applied to sandboxes by this podbot; " +
-				"remove the [[secrets]] entries and pass keys with agent.env_allowlist for now"}
+	if err := checkSecretSources(cfg.Secrets); err != nil {
+		return launchplan.Egress{}, err
 	}
 	mode := egress.Mode(n.Mode)
 	if cfg.Sandbox.Network == "none" {
 		mode = egress.ModeNone
 	}
 	if mode != egress.ModeAllowlist {
+		if len(cfg.Secrets) > 0 {
+			return launchplan.Egress{}, &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrConflict,
+				Msg: fmt.Sprintf("the %d [[secrets]] entries reach their hosts only through the egress proxy of network.mode = \"allowlist\"; the sandbox's mode is %q (sandbox.network = %q)",
+					len(cfg.Secrets), mode, cfg.Sandbox.Network)}
+		}
 		if len(allowHosts) > 0 {
 			return launchplan.Egress{}, &errdefs.ConfigError{Key: "network.allow", Source: EgressSourceFlag, Reason: errdefs.ErrConflict,
 				Msg: fmt.Sprintf("--allow-host adds egress rules, which only network.mode = \"allowlist\" uses; the sandbox's mode is %q", mode)}

@@ -56,7 +56,10 @@ func applyEgressMode(plan *launchplan.Plan) {
 // podbot-net-<name>, and the running proxy container attached to the
 // engine's bridge and to that network. It points the plan at the network
 // and at the proxy. On failure it removes what it made.
-func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan, sidecar, runtimeDir string) (es *egressSetup, err error) {
+//
+// With a vault (v non-nil) it also writes the vault's files into the
+// egress directory for the proxy alone and starts the proxy with them.
+func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan, sidecar, runtimeDir string, v *vault) (es *egressSetup, err error) {
 	if err := checkLockable(*plan); err != nil {
 		return nil, err
 	}
@@ -80,6 +83,11 @@ func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan
 	}()
 	if err := dirs.Make(); err != nil {
 		return es, err
+	}
+	if v != nil {
+		if err := writeVault(dirs, v); err != nil {
+			return es, err
+		}
 	}
 	pol := plan.Egress.Policy
 	if err := egressnet.WritePolicy(dirs.PolicyPath(), &pol); err != nil {
@@ -107,7 +115,7 @@ func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan
 			Reason: errdefs.ErrUnsupported, Msg: "the engine reported no gateway for the internal network"}
 	}
 	spec := egressnet.ProxySpec{Sandbox: plan.Name, Image: plan.Image, SidecarHost: sidecar, SidecarTarget: SidecarTarget,
-		Dirs: dirs, UpstreamCA: plan.Egress.UpstreamCA, Labels: map[string]string{"podbot.version": Version}}
+		Dirs: dirs, UpstreamCA: plan.Egress.UpstreamCA, Vault: v != nil, Labels: map[string]string{"podbot.version": Version}}
 	cfg, hc, nc := spec.Render()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 	defer cancel()

@@ -281,16 +281,29 @@ func TestEgressInLaunchPlans(t *testing.T) {
 	}
 }
 
-// Secrets configured for the vault are refused at launch until the launch
-// applies them: a sandbox must never start while its user believes the
-// values are kept out of it.
-func TestEgressFromConfigRefusesUnappliedSecrets(t *testing.T) {
+// Secrets: env: and file: sources pass to the launch (which applies the
+// vault); github-app is refused naming its key; a mode without the proxy
+// is refused.
+func TestEgressFromConfigSecrets(t *testing.T) {
 	cfg := config.Default()
 	cfg.Network.Mode = "allowlist"
 	cfg.Secrets = []config.Secret{{Name: "anthropic", Source: "env:ANTHROPIC_API_KEY", Hosts: []string{"api.anthropic.com"}, Header: "x-api-key: {}"}}
-	_, err := EgressFromConfig(cfg, "claude")
+	if _, err := EgressFromConfig(cfg, "claude"); err != nil {
+		t.Fatalf("env: secret refused: %v", err)
+	}
+	gh := cfg
+	gh.GitHub.AppID, gh.GitHub.InstallationID, gh.GitHub.PrivateKeyPath = 1, 2, "/k.pem"
+	gh.Secrets = append([]config.Secret{}, cfg.Secrets...)
+	gh.Secrets = append(gh.Secrets, config.Secret{Name: "gh", Source: "github-app", Hosts: []string{"github.com"}, BasicAuthUser: "x-access-token"})
+	_, err := EgressFromConfig(gh, "claude")
 	var ce *errdefs.ConfigError
-	if !errors.As(err, &ce) || ce.Key != "secrets" || !errors.Is(err, errdefs.ErrUnsupported) {
-		t.Fatalf("err = %v, want an unsupported secrets error", err)
+	if !errors.As(err, &ce) || ce.Key != "secrets[1].source" || !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Fatalf("github-app: err = %v, want an unsupported secrets[1].source error", err)
+	}
+	none := cfg
+	none.Sandbox.Network = "none"
+	_, err = EgressFromConfig(none, "claude")
+	if !errors.As(err, &ce) || ce.Key != "network.mode" || !errors.Is(err, errdefs.ErrConflict) {
+		t.Fatalf("mode none: err = %v, want a network.mode conflict", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/podbot/podbot/config"
@@ -193,9 +194,35 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		sb.Plan = plan
 	}
 	applyEgressMode(&plan)
+	var vlt *vault
+	if len(opts.Config.Secrets) > 0 {
+		if plan.Egress.Mode != egress.ModeAllowlist {
+			return nil, &StepError{StepNetwork, &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrConflict,
+				Msg: fmt.Sprintf("the %d [[secrets]] entries need network.mode = \"allowlist\" (the egress proxy); the sandbox's mode is %q", len(opts.Config.Secrets), plan.Egress.Mode)}}
+		}
+		if vlt, err = newVault(plan.Name, opts.Config.Secrets, opts.Environ); err != nil {
+			return nil, &StepError{StepNetwork, err}
+		}
+		if opts.Redactor != nil {
+			opts.Redactor.Add(vlt.values()...)
+		}
+		dropped, err := applyVault(&plan, vlt)
+		if err != nil {
+			return nil, &StepError{StepNetwork, err}
+		}
+		names := make([]string, 0, len(vlt.secrets))
+		for _, s := range vlt.secrets {
+			names = append(names, s.Name)
+		}
+		progress(StepNetwork, fmt.Sprintf("credential vault: %d secret(s) (%s) held by the egress proxy; the sandbox gets placeholders", len(names), strings.Join(names, ", ")))
+		if len(dropped) > 0 {
+			progress(StepNetwork, "agent.env_allowlist: not passing "+strings.Join(dropped, ", ")+" (the vault holds that value; the sandbox gets a placeholder)")
+			logger.Info("vault: agent variables dropped", "vars", dropped)
+		}
+	}
 	if plan.Egress.Mode == egress.ModeAllowlist {
 		progress(StepNetwork, "sandbox network "+egressnet.NetworkName(plan.Name)+" and egress proxy "+egressnet.ProxyName(plan.Name))
-		sb.egress, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir)
+		sb.egress, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir, vlt)
 		if err != nil {
 			return nil, &StepError{StepNetwork, err}
 		}
@@ -212,6 +239,17 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		if err := lockNetwork(ctx, conn, id, plan.Image, sidecar, sb.egress.gateways); err != nil {
 			return nil, &StepError{StepNetwork, err}
 		}
+	}
+	if vlt != nil {
+		system, err := installVaultTrust(ctx, conn, id, vlt.ca.CertPEM())
+		if err != nil {
+			return nil, &StepError{StepNetwork, err}
+		}
+		detail := "sandbox CA installed in " + VaultBundlePath + " (with the image's " + SystemCABundle + ") and " + VaultCAPath
+		if !system {
+			detail = "sandbox CA installed in " + VaultBundlePath + " and " + VaultCAPath + " (the image has no " + SystemCABundle + ")"
+		}
+		progress(StepNetwork, detail)
 	}
 	if sb.token != nil {
 		sb.runToken(logger)

@@ -31,6 +31,10 @@ type ProxySpec struct {
 	// UpstreamCA is a host PEM bundle the proxy trusts besides the system
 	// roots; empty adds none. It is mounted read-only at UpstreamCATarget.
 	UpstreamCA string
+	// Vault, when set, mounts Dirs.Vault read-only at VaultDirTarget and
+	// starts the proxy with the credential vault (--secrets, --ca-cert,
+	// --ca-key).
+	Vault bool
 	// Labels are extra labels (the version, the managed flag).
 	Labels map[string]string
 }
@@ -46,6 +50,10 @@ func (s ProxySpec) ProxyCommand() []string {
 		"--log", LogDirTarget + "/" + LogFile}
 	if s.UpstreamCA != "" {
 		cmd = append(cmd, "--upstream-ca", UpstreamCATarget)
+	}
+	if s.Vault {
+		cmd = append(cmd, "--secrets", VaultDirTarget+"/"+SecretsFile,
+			"--ca-cert", VaultDirTarget+"/"+CACertFile, "--ca-key", VaultDirTarget+"/"+CAKeyFile)
 	}
 	return cmd
 }
@@ -88,6 +96,9 @@ func (s ProxySpec) Render() (*container.Config, *container.HostConfig, *network.
 	}
 	if s.UpstreamCA != "" {
 		hc.Mounts = append(hc.Mounts, ro(s.UpstreamCA, UpstreamCATarget, true))
+	}
+	if s.Vault {
+		hc.Mounts = append(hc.Mounts, ro(s.Dirs.Vault, VaultDirTarget, true))
 	}
 	return cfg, hc, &network.NetworkingConfig{}
 }

@@ -43,6 +43,17 @@ const (
 	LogFile = "decisions.jsonl"
 	// ProxyUser is the proxy container's user (nobody).
 	ProxyUser = 65534
+	// VaultDirTarget is where the vault directory appears in the proxy
+	// (read-only). The sandbox never mounts it.
+	VaultDirTarget = "/etc/podbot-egress-vault"
+	// SecretsFile, CACertFile and CAKeyFile are the vault directory's
+	// files: the secrets with their real values (0600), the sandbox CA's
+	// certificate and its private key (0600).
+	SecretsFile, CACertFile, CAKeyFile = "secrets.json", "ca.pem", "ca-key.pem"
+	// LabelSecrets, on an allowlist sandbox with a vault, lists its
+	// secrets' names and hosts (JSON, VaultIndex): never a value or a
+	// placeholder.
+	LabelSecrets = "podbot.egress.secrets"
 )
 
 // NetworkName is the internal network of sandbox name.
@@ -59,7 +70,14 @@ type Dirs struct {
 	Policy string
 	// Log holds LogFile, mounted read-write into the proxy.
 	Log string
+	// Vault holds the vault's files (SecretsFile, CACertFile, CAKeyFile),
+	// mounted read-only into the proxy alone.
+	Vault string
 }
+
+// VaultPath is the host path of the vault file name (SecretsFile,
+// CACertFile or CAKeyFile).
+func (d Dirs) VaultPath(name string) string { return filepath.Join(d.Vault, name) }
 
 // PolicyPath is the policy file's host path.
 func (d Dirs) PolicyPath() string { return filepath.Join(d.Policy, PolicyFile) }
@@ -92,7 +110,7 @@ func DirsFor(runtimeDir, sandbox string) (Dirs, error) {
 		return Dirs{}, err
 	}
 	r := filepath.Join(root, sandbox)
-	return Dirs{Root: r, Policy: filepath.Join(r, "policy"), Log: filepath.Join(r, "log")}, nil
+	return Dirs{Root: r, Policy: filepath.Join(r, "policy"), Log: filepath.Join(r, "log"), Vault: filepath.Join(r, "vault")}, nil
 }
 
 // Make creates the directories, mode 0700. When this process runs as root
@@ -100,7 +118,11 @@ func DirsFor(runtimeDir, sandbox string) (Dirs, error) {
 // ProxyUser, whom the proxy runs as; otherwise ProxyOwner says whom to
 // run it as.
 func (d Dirs) Make() error {
-	for _, p := range []string{filepath.Dir(d.Root), d.Root, d.Policy, d.Log} {
+	dirs := []string{filepath.Dir(d.Root), d.Root, d.Policy, d.Log}
+	if d.Vault != "" {
+		dirs = append(dirs, d.Vault)
+	}
+	for _, p := range dirs {
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			return &errdefs.FilesystemError{Op: "mkdir", Path: p, Msg: "cannot make the egress directory", Err: err}
 		}
@@ -109,7 +131,7 @@ func (d Dirs) Make() error {
 		}
 	}
 	if os.Geteuid() == 0 {
-		for _, p := range []string{d.Policy, d.Log} {
+		for _, p := range dirs[2:] {
 			if err := os.Chown(p, ProxyUser, ProxyUser); err != nil {
 				return &errdefs.FilesystemError{Op: "chown", Path: p, Msg: "cannot give the egress directory to the proxy's user", Err: err}
 			}

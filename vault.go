@@ -1,0 +1,347 @@
+package podbot
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// In-sandbox paths of the vault's trust material. Only certificates go
+// there: the CA's key and the real values stay with the proxy.
+const (
+	// VaultTrustDir is the directory podbot writes the CA files into.
+	VaultTrustDir = "/etc/podbot"
+	// VaultCAPath is the sandbox CA's certificate (PEM), for
+	// NODE_EXTRA_CA_CERTS.
+	VaultCAPath = VaultTrustDir + "/egress-ca.pem"
+	// VaultBundlePath is the image's system bundle followed by the sandbox
+	// CA, for SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and
+	// GIT_SSL_CAINFO.
+	VaultBundlePath = VaultTrustDir + "/ca-bundle.pem"
+	// SystemCABundle is the image's bundle the sandbox bundle starts from.
+	SystemCABundle = "/etc/ssl/certs/ca-certificates.crt"
+)
+
+// Bounds on what the vault reads.
+const (
+	// maxSecretFileBytes bounds a file: secret source.
+	maxSecretFileBytes = egress.MaxSecretValueBytes
+	// maxSystemBundleBytes bounds the image's system CA bundle.
+	maxSystemBundleBytes = 4 << 20
+)
+
+// vault is the credential vault of one launch: the secrets with their real
+// values, and the sandbox CA. It lives in memory and in the proxy's vault
+// directory, never in the plan.
+type vault struct {
+	secrets []egress.Secret
+	// envs maps a secret's name to the variable that holds its placeholder
+	// in the sandbox ("" for none).
+	envs map[string]string
+	ca   *egress.CA
+}
+
+// VaultIndexEntry names one secret of a sandbox's vault and where it may be
+// sent, for podbot network show. It never holds a value or a placeholder.
+type VaultIndexEntry struct {
+	// Name is the secret's name.
+	Name string `json:"name"`
+	// Hosts are its host rules.
+	Hosts []string `json:"hosts"`
+	// Env is the sandbox variable holding its placeholder, if any.
+	Env string `json:"env,omitempty"`
+}
+
+// checkSecretSources refuses the [[secrets]] sources this podbot cannot
+// apply to a sandbox yet (github-app).
+func checkSecretSources(secrets []config.Secret) error {
+	for i, s := range secrets {
+		if s.Source == config.SecretSourceGitHubApp {
+			return &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].source", config.SecretsKey, i), Reason: errdefs.ErrUnsupported,
+				Msg: fmt.Sprintf("source %q (the GitHub installation token in the vault) is not applied to sandboxes by this podbot yet; "+
+					"remove this [[secrets]] entry: the token reaches git in the sandbox through podbot's askpass helper as before", s.Source)}
+		}
+	}
+	return nil
+}
+
+// resolveSecretValue reads the real value of secrets[i] from its source:
+// env:VAR from environ, file:PATH from a regular host file of at most
+// egress.MaxSecretValueBytes with its trailing newline trimmed. Errors are
+// *errdefs.ConfigError naming secrets[i].source and never hold the value.
+func resolveSecretValue(i int, s config.Secret, environ []string) (string, error) {
+	key := fmt.Sprintf("%s[%d].source", config.SecretsKey, i)
+	bad := func(reason error, msg string, err error) error {
+		return &errdefs.ConfigError{Key: key, Reason: reason, Msg: msg, Err: err}
+	}
+	switch {
+	case strings.HasPrefix(s.Source, config.SecretSourceEnv):
+		name := strings.TrimPrefix(s.Source, config.SecretSourceEnv)
+		val, ok := "", false
+		for _, kv := range environ {
+			if k, v, found := strings.Cut(kv, "="); found && k == name {
+				val, ok = v, true // the last one wins, as in a shell
+			}
+		}
+		if !ok || val == "" {
+			return "", bad(errdefs.ErrMissingRequired, fmt.Sprintf("secret %q: the host variable %s is not set (or empty)", s.Name, name), nil)
+		}
+		return val, nil
+	case strings.HasPrefix(s.Source, config.SecretSourceFile):
+		p := strings.TrimPrefix(s.Source, config.SecretSourceFile)
+		f, err := os.Open(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", bad(errdefs.ErrMissingRequired, fmt.Sprintf("secret %q: %s does not exist", s.Name, p), err)
+			}
+			return "", bad(errdefs.ErrInvalidValue, fmt.Sprintf("secret %q: cannot open %s", s.Name, p), err)
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return "", bad(errdefs.ErrInvalidValue, fmt.Sprintf("secret %q: cannot read %s", s.Name, p), err)
+		}
+		if !st.Mode().IsRegular() {
+			return "", bad(errdefs.ErrInvalidValue, fmt.Sprintf("secret %q: %s is not a regular file", s.Name, p), nil)
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxSecretFileBytes+2))
+		if err != nil {
+			return "", bad(errdefs.ErrInvalidValue, fmt.Sprintf("secret %q: cannot read %s", s.Name, p), err)
+		}
+		v := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+		if len(v) > maxSecretFileBytes {
+			return "", bad(errdefs.ErrInvalidValue, fmt.Sprintf("secret %q: %s holds more than %d bytes", s.Name, p, maxSecretFileBytes), nil)
+		}
+		if v == "" {
+			return "", bad(errdefs.ErrInvalidValue, fmt.Sprintf("secret %q: %s is empty", s.Name, p), nil)
+		}
+		return v, nil
+	}
+	return "", bad(errdefs.ErrUnsupported, fmt.Sprintf("secret %q: source %q is not one this podbot applies (env:VAR, file:PATH)", s.Name, s.Source), nil)
+}
+
+// newVault resolves every [[secrets]] entry, gives each a fresh
+// placeholder and makes the sandbox CA (named after sandbox, constrained
+// to the secrets' hosts). Errors name the key and never hold a value.
+func newVault(sandbox string, secrets []config.Secret, environ []string) (*vault, error) {
+	if err := checkSecretSources(secrets); err != nil {
+		return nil, err
+	}
+	v := &vault{envs: map[string]string{}}
+	var hosts []egress.Rule
+	for i, s := range secrets {
+		val, err := resolveSecretValue(i, s, environ)
+		if err != nil {
+			return nil, err
+		}
+		es := egress.Secret{Name: s.Name, Header: s.Header, BasicAuthUser: s.BasicAuthUser, Value: val}
+		for _, h := range s.Hosts {
+			r, err := egress.ParseRule(h)
+			if err != nil {
+				return nil, &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].hosts", config.SecretsKey, i), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+			}
+			es.Hosts = append(es.Hosts, r)
+			hosts = append(hosts, r)
+		}
+		if es.Placeholder, err = egress.NewPlaceholder(s.Name); err != nil {
+			return nil, &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].name", config.SecretsKey, i), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+		}
+		if err := egress.ValidateSecret(es); err != nil {
+			var se *egress.SecretError
+			field := "source"
+			if errors.As(err, &se) && se.Field != "value" && se.Field != "placeholder" {
+				field = se.Field
+			}
+			return nil, &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].%s", config.SecretsKey, i, field), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+		}
+		v.secrets = append(v.secrets, es)
+		v.envs[s.Name] = s.Env
+	}
+	ca, err := egress.NewCA("podbot sandbox "+sandbox, hosts...)
+	if err != nil {
+		return nil, err
+	}
+	v.ca = ca
+	return v, nil
+}
+
+// values are the real values, for the redactor.
+func (v *vault) values() []string {
+	out := make([]string, 0, len(v.secrets))
+	for _, s := range v.secrets {
+		out = append(out, s.Value)
+	}
+	return out
+}
+
+// index lists the secrets' names, hosts and variables, without values or
+// placeholders.
+func (v *vault) index() []VaultIndexEntry {
+	out := make([]VaultIndexEntry, 0, len(v.secrets))
+	for _, s := range v.secrets {
+		e := VaultIndexEntry{Name: s.Name, Env: v.envs[s.Name], Hosts: []string{}}
+		for _, h := range s.Hosts {
+			e.Hosts = append(e.Hosts, h.String())
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// VaultTrustEnv is the container environment that points TLS clients in a
+// vault sandbox at the bundle that trusts the sandbox CA.
+func VaultTrustEnv() []string {
+	return []string{
+		"SSL_CERT_FILE=" + VaultBundlePath,
+		"REQUESTS_CA_BUNDLE=" + VaultBundlePath,
+		"CURL_CA_BUNDLE=" + VaultBundlePath,
+		"GIT_SSL_CAINFO=" + VaultBundlePath,
+		"NODE_EXTRA_CA_CERTS=" + VaultCAPath,
+	}
+}
+
+// applyVault gives the plan its vault: each secret's variable holds its
+// placeholder and the trust variables point at the CA files (Plan.Env: no
+// secret there), and agent variables that would carry a real value (a
+// secret's variable, or any variable whose value is a secret's) are
+// dropped from AgentEnv. It returns the names it dropped and labels the
+// plan with the vault's index. A read-only root filesystem, where the CA
+// files cannot be written, is refused.
+func applyVault(plan *launchplan.Plan, v *vault) ([]string, error) {
+	if plan.Security.ReadOnlyRootfs {
+		return nil, &errdefs.ConfigError{Key: "sandbox.read_only_rootfs", Reason: errdefs.ErrConflict,
+			Msg: "[[secrets]] need the sandbox CA in " + VaultTrustDir + ", which a read-only root filesystem cannot take; " +
+				"set sandbox.read_only_rootfs = false or remove the [[secrets]] entries"}
+	}
+	envs := map[string]bool{}
+	values := map[string]bool{}
+	for _, s := range v.secrets {
+		values[s.Value] = true
+		if e := v.envs[s.Name]; e != "" {
+			envs[e] = true
+			plan.Env = slices.DeleteFunc(plan.Env, func(kv string) bool { k, _, _ := strings.Cut(kv, "="); return k == e })
+			plan.Env = append(plan.Env, e+"="+s.Placeholder)
+		}
+	}
+	plan.Env = append(plan.Env, VaultTrustEnv()...)
+	var dropped []string
+	plan.AgentEnv = slices.DeleteFunc(plan.AgentEnv, func(kv string) bool {
+		k, val, _ := strings.Cut(kv, "=")
+		if envs[k] || values[val] {
+			dropped = append(dropped, k)
+			return true
+		}
+		return false
+	})
+	idx, err := json.Marshal(v.index())
+	if err != nil {
+		return nil, err
+	}
+	if plan.Labels == nil {
+		plan.Labels = map[string]string{}
+	}
+	plan.Labels[egressnet.LabelSecrets] = string(idx)
+	return dropped, nil
+}
+
+// writeVault writes the vault's files into the proxy's vault directory:
+// the secrets (0600), the CA certificate (0644) and key (0600). When this
+// process is root they are given to the proxy's user, the only one that
+// may read them; the directory is never mounted into the sandbox.
+func writeVault(d egressnet.Dirs, v *vault) error {
+	if err := egress.WriteSecretsFile(d.VaultPath(egressnet.SecretsFile), v.secrets); err != nil {
+		return err
+	}
+	key, err := v.ca.KeyPEM()
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+		mode os.FileMode
+	}{{egressnet.CACertFile, v.ca.CertPEM(), 0o644}, {egressnet.CAKeyFile, key, 0o600}} {
+		p := d.VaultPath(f.name)
+		if err := os.WriteFile(p, f.data, f.mode); err != nil {
+			return &errdefs.FilesystemError{Op: "write", Path: p, Msg: "cannot write the sandbox CA", Err: err}
+		}
+		if err := os.Chmod(p, f.mode); err != nil {
+			return &errdefs.FilesystemError{Op: "chmod", Path: p, Msg: "cannot write the sandbox CA", Err: err}
+		}
+	}
+	if os.Geteuid() == 0 {
+		for _, name := range []string{egressnet.SecretsFile, egressnet.CACertFile, egressnet.CAKeyFile} {
+			p := d.VaultPath(name)
+			if err := os.Chown(p, egressnet.ProxyUser, egressnet.ProxyUser); err != nil {
+				return &errdefs.FilesystemError{Op: "chown", Path: p, Msg: "cannot give the vault file to the proxy's user", Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// caBundle is the sandbox's CA bundle: the image's system bundle (when it
+// has one) followed by the sandbox CA.
+func caBundle(system, ca []byte) []byte {
+	var b bytes.Buffer
+	b.Write(system)
+	if len(system) > 0 && !bytes.HasSuffix(system, []byte("\n")) {
+		b.WriteByte('\n')
+	}
+	b.Write(ca)
+	return b.Bytes()
+}
+
+// installVaultTrust writes the sandbox CA (certificate only) and the bundle
+// into the running sandbox's VaultTrustDir through the engine's copy API,
+// owned by root and world-readable. The image's system bundle is read the
+// same way, bounded; an image without one gets a bundle of the CA alone.
+func installVaultTrust(ctx context.Context, conn *engine.Conn, id string, caPEM []byte) (systemBundle bool, err error) {
+	system, err := conn.ReadFile(ctx, id, SystemCABundle, maxSystemBundleBytes)
+	if err != nil {
+		if !errors.Is(err, errdefs.ErrNotFound) {
+			return false, err
+		}
+		system = nil
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: path.Base(VaultTrustDir) + "/", Mode: 0o755, ModTime: now}); err != nil {
+		return false, err
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{VaultCAPath, caPEM}, {VaultBundlePath, caBundle(system, caPEM)}} {
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: path.Base(VaultTrustDir) + "/" + path.Base(f.name), Mode: 0o644,
+			Size: int64(len(f.data)), ModTime: now}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return false, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return false, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return false, err
+	}
+	return system != nil, conn.CopyTar(ctx, id, path.Dir(VaultTrustDir), &buf)
+}

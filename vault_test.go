@@ -1,0 +1,258 @@
+package podbot
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+)
+
+const vaultTestValue = "sk-vault-REAL-0123456789abcdef"
+
+func vaultSecret() config.Secret {
+	return config.Secret{Name: "api", Source: "env:PODBOT_TEST_VAULT_SRC", Hosts: []string{"api.example.com", "*.example.org:8443"},
+		Header: "x-api-key: {}", Env: "VAULT_KEY"}
+}
+
+func wantSourceErr(t *testing.T, err error, key string, reason error) {
+	t.Helper()
+	var ce *errdefs.ConfigError
+	if !errors.As(err, &ce) || ce.Key != key || !errors.Is(err, reason) {
+		t.Fatalf("err = %v, want %v on %s", err, reason, key)
+	}
+	if strings.Contains(err.Error(), vaultTestValue) {
+		t.Fatalf("the error holds the value: %v", err)
+	}
+}
+
+func TestResolveSecretValueEnv(t *testing.T) {
+	s := vaultSecret()
+	v, err := resolveSecretValue(0, s, []string{"PODBOT_TEST_VAULT_SRC=old", "PODBOT_TEST_VAULT_SRC=" + vaultTestValue})
+	if err != nil || v != vaultTestValue {
+		t.Fatalf("got %q, %v", v, err)
+	}
+	_, err = resolveSecretValue(3, s, []string{"OTHER=" + vaultTestValue})
+	wantSourceErr(t, err, "secrets[3].source", errdefs.ErrMissingRequired)
+	_, err = resolveSecretValue(0, s, []string{"PODBOT_TEST_VAULT_SRC="})
+	wantSourceErr(t, err, "secrets[0].source", errdefs.ErrMissingRequired)
+}
+
+func TestResolveSecretValueFile(t *testing.T) {
+	dir := t.TempDir()
+	s := vaultSecret()
+	ok := filepath.Join(dir, "key")
+	if err := os.WriteFile(ok, []byte(vaultTestValue+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Source = "file:" + ok
+	if v, err := resolveSecretValue(0, s, nil); err != nil || v != vaultTestValue {
+		t.Fatalf("got %q, %v", v, err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, []byte(strings.Repeat("a", egress.MaxSecretValueBytes+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Source = "file:" + big
+	_, err := resolveSecretValue(1, s, nil)
+	wantSourceErr(t, err, "secrets[1].source", errdefs.ErrInvalidValue)
+	// Exactly the bound, with its newline, is fine.
+	edge := filepath.Join(dir, "edge")
+	if err := os.WriteFile(edge, []byte(strings.Repeat("a", egress.MaxSecretValueBytes)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Source = "file:" + edge
+	if v, err := resolveSecretValue(0, s, nil); err != nil || len(v) != egress.MaxSecretValueBytes {
+		t.Fatalf("edge: len %d, %v", len(v), err)
+	}
+	s.Source = "file:" + dir
+	_, err = resolveSecretValue(2, s, nil)
+	wantSourceErr(t, err, "secrets[2].source", errdefs.ErrInvalidValue)
+	s.Source = "file:" + filepath.Join(dir, "missing")
+	_, err = resolveSecretValue(0, s, nil)
+	wantSourceErr(t, err, "secrets[0].source", errdefs.ErrMissingRequired)
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Source = "file:" + empty
+	_, err = resolveSecretValue(0, s, nil)
+	wantSourceErr(t, err, "secrets[0].source", errdefs.ErrInvalidValue)
+}
+
+func TestNewVaultRefusesGitHubApp(t *testing.T) {
+	s := vaultSecret()
+	s.Source = "github-app"
+	_, err := newVault("sb", []config.Secret{vaultSecret(), s}, []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue})
+	wantSourceErr(t, err, "secrets[1].source", errdefs.ErrUnsupported)
+	// A value the proxy could not put in a header is refused by key.
+	_, err = newVault("sb", []config.Secret{vaultSecret()}, []string{"PODBOT_TEST_VAULT_SRC=a\x01b"})
+	wantSourceErr(t, err, "secrets[0].source", errdefs.ErrInvalidValue)
+}
+
+// The plan gets placeholders and trust variables; the real value lands in
+// none of the plan, its rendered create request, its labels, the policy
+// file or the vault index, and the agent's allowlisted copies of it are
+// dropped. Only the proxy's secrets file holds it.
+func TestApplyVaultKeepsValueOutOfThePlan(t *testing.T) {
+	_, conn := newTokenEngine(t)
+	cfg := config.Default()
+	cfg.Image = "img"
+	cfg.Network.Mode = "allowlist"
+	cfg.Agent.Kind = "claude"
+	cfg.Agent.EnvAllowlist = []string{"VAULT_KEY", "PODBOT_TEST_VAULT_SRC", "OTHER"}
+	cfg.Secrets = []config.Secret{vaultSecret()}
+	environ := []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue, "VAULT_KEY=" + vaultTestValue, "OTHER=fine"}
+	req, _, err := launchRequest(conn, LaunchOptions{Config: cfg, Intent: launchplan.IntentInteractive, Environ: environ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := launchplan.Normalize(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyEgressMode(&plan)
+	v, err := newVault(plan.Name, cfg.Secrets, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := applyVault(&plan, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(dropped)
+	if !slices.Equal(dropped, []string{"PODBOT_TEST_VAULT_SRC", "VAULT_KEY"}) {
+		t.Errorf("dropped %v", dropped)
+	}
+	if !slices.Equal(plan.AgentEnv, []string{"OTHER=fine"}) {
+		t.Errorf("AgentEnv %v", plan.AgentEnv)
+	}
+	ph := v.secrets[0].Placeholder
+	if !strings.HasPrefix(ph, "podbot-secret-api-") || !slices.Contains(plan.Env, "VAULT_KEY="+ph) {
+		t.Errorf("Env %v lacks the placeholder %s", plan.Env, ph)
+	}
+	for _, e := range VaultTrustEnv() {
+		if !slices.Contains(plan.Env, e) {
+			t.Errorf("Env lacks %s", e)
+		}
+	}
+	c, hc, nc := plan.Render()
+	sandboxHostConfig(plan, hc)
+	planJSON, _ := json.Marshal(plan)
+	body, _ := json.Marshal([]any{c, hc, nc})
+	for what, s := range map[string]string{"plan": string(planJSON), "create request": string(body)} {
+		if strings.Contains(s, vaultTestValue) {
+			t.Errorf("the %s holds the real value", what)
+		}
+	}
+	idx := plan.Labels[egressnet.LabelSecrets]
+	var entries []VaultIndexEntry
+	if err := json.Unmarshal([]byte(idx), &entries); err != nil || len(entries) != 1 || entries[0].Name != "api" ||
+		!slices.Equal(entries[0].Hosts, []string{"api.example.com", "*.example.org:8443"}) || entries[0].Env != "VAULT_KEY" {
+		t.Errorf("index label %q: %v", idx, err)
+	}
+	if strings.Contains(idx, ph) || strings.Contains(idx, vaultTestValue) {
+		t.Errorf("the index label holds a placeholder or value: %s", idx)
+	}
+
+	dirs, err := egressnet.DirsFor(t.TempDir(), plan.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dirs.Make(); err != nil {
+		t.Fatal(err)
+	}
+	pol := plan.Egress.Policy
+	if err := egressnet.WritePolicy(dirs.PolicyPath(), &pol); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeVault(dirs, v); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dirs.PolicyPath(), dirs.VaultPath(egressnet.CACertFile), dirs.VaultPath(egressnet.CAKeyFile)} {
+		b, err := os.ReadFile(p)
+		if err != nil || strings.Contains(string(b), vaultTestValue) {
+			t.Errorf("%s: holds the value or unreadable (%v)", p, err)
+		}
+	}
+	for _, name := range []string{egressnet.SecretsFile, egressnet.CAKeyFile} {
+		st, err := os.Stat(dirs.VaultPath(name))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, %v", name, st.Mode(), err)
+		}
+		if os.Geteuid() == 0 {
+			if uid := fileUID(st); uid != egressnet.ProxyUser {
+				t.Errorf("%s: owner %d, want %d", name, uid, egressnet.ProxyUser)
+			}
+		}
+	}
+	ss, err := egress.ReadSecretsFile(dirs.VaultPath(egressnet.SecretsFile))
+	if err != nil || len(ss) != 1 || ss[0].Value != vaultTestValue || ss[0].Placeholder != ph {
+		t.Fatalf("secrets file: %v", err)
+	}
+	// The sandbox mounts nothing of the egress directory.
+	for _, m := range hc.Mounts {
+		if strings.HasPrefix(m.Source, dirs.Root) {
+			t.Errorf("the sandbox mounts %s", m.Source)
+		}
+	}
+	// The proxy mounts the vault read-only and is told the three files.
+	spec := egressnet.ProxySpec{Sandbox: plan.Name, Image: "img", SidecarHost: "/bin/sidecar", SidecarTarget: SidecarTarget, Dirs: dirs, Vault: true}
+	pc, phc, _ := spec.Render()
+	if !slices.Contains([]string(pc.Cmd), "--secrets") || !slices.Contains([]string(pc.Cmd), "--ca-key") {
+		t.Errorf("proxy command %v", pc.Cmd)
+	}
+	found := false
+	for _, m := range phc.Mounts {
+		if m.Source == dirs.Vault && m.Target == egressnet.VaultDirTarget && m.ReadOnly {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the proxy does not mount the vault read-only: %+v", phc.Mounts)
+	}
+}
+
+func TestApplyVaultRefusesReadOnlyRootfs(t *testing.T) {
+	v, err := newVault("sb", []config.Secret{vaultSecret()}, []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := launchplan.Plan{}
+	plan.Security.ReadOnlyRootfs = true
+	_, err = applyVault(&plan, v)
+	var ce *errdefs.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "sandbox.read_only_rootfs" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCABundle(t *testing.T) {
+	if got := string(caBundle([]byte("SYS"), []byte("CA\n"))); got != "SYS\nCA\n" {
+		t.Errorf("got %q", got)
+	}
+	if got := string(caBundle(nil, []byte("CA\n"))); got != "CA\n" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestCreateRefusesSecrets(t *testing.T) {
+	_, conn := newTokenEngine(t)
+	cfg := config.Default()
+	cfg.Image = "img"
+	cfg.Network.Mode = "allowlist"
+	cfg.Secrets = []config.Secret{vaultSecret()}
+	_, err := CreateRequest(conn.Endpoint(), CreateOptions{Config: cfg})
+	var ce *errdefs.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "secrets" || !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Fatalf("err = %v", err)
+	}
+}
