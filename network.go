@@ -3,6 +3,7 @@ package podbot
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -26,6 +27,26 @@ type NetworkPolicy struct {
 	PolicyFile string `json:"policy_file"`
 	// Policy is the policy: rules with their sources, denies, pins.
 	Policy *egress.Policy `json:"policy"`
+	// Secrets are the credential vault's secrets, by name and hosts (never
+	// a value or a placeholder); empty without a vault.
+	Secrets []VaultIndexEntry `json:"secrets,omitempty"`
+}
+
+// maxVaultIndexLabel bounds the vault index label NetworkShow parses.
+const maxVaultIndexLabel = 256 << 10
+
+// vaultIndex parses a sandbox's vault index label; a missing or bad label
+// gives none.
+func vaultIndex(labels map[string]string) []VaultIndexEntry {
+	raw := labels[egressnet.LabelSecrets]
+	if raw == "" || len(raw) > maxVaultIndexLabel {
+		return nil
+	}
+	var out []VaultIndexEntry
+	if json.Unmarshal([]byte(raw), &out) != nil {
+		return nil
+	}
+	return out
 }
 
 // egressDirs resolves ref to an allowlist sandbox and returns it with its
@@ -55,7 +76,7 @@ func NetworkShow(ctx context.Context, conn *engine.Conn, ref string) (NetworkPol
 		return NetworkPolicy{}, err
 	}
 	return NetworkPolicy{Sandbox: c.Name, Mode: c.Labels[egressnet.LabelMode], Proxy: c.Labels[egressnet.LabelProxyAddr],
-		PolicyFile: d.PolicyPath(), Policy: p}, nil
+		PolicyFile: d.PolicyPath(), Policy: p, Secrets: vaultIndex(c.Labels)}, nil
 }
 
 // SourceLive is the source of rules added by NetworkAllow and NetworkDeny.

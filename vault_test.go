@@ -256,3 +256,13 @@ func TestCreateRefusesSecrets(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestVaultIndexLabel(t *testing.T) {
+	got := vaultIndex(map[string]string{egressnet.LabelSecrets: `[{"name":"a","hosts":["h.test"]}]`})
+	if len(got) != 1 || got[0].Name != "a" || got[0].Hosts[0] != "h.test" {
+		t.Errorf("got %+v", got)
+	}
+	if vaultIndex(map[string]string{egressnet.LabelSecrets: "{bad"}) != nil || vaultIndex(nil) != nil {
+		t.Error("a bad or missing label gives entries")
+	}
+}

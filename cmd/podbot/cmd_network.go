@@ -180,6 +180,16 @@ func printPolicy(w io.Writer, np podbot.NetworkPolicy, asJSON bool) error {
 			fmt.Fprintf(&b, "  %s=%s\n", h, a)
 		}
 	}
+	if len(np.Secrets) > 0 {
+		b.WriteString("secrets (credential vault; values stay in the proxy):\n")
+		for _, s := range np.Secrets {
+			env := ""
+			if s.Env != "" {
+				env = " (placeholder in $" + s.Env + ")"
+			}
+			fmt.Fprintf(&b, "  %-20s %s%s\n", s.Name, strings.Join(s.Hosts, ", "), env)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

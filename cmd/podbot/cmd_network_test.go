@@ -25,12 +25,13 @@ func TestLogText(t *testing.T) {
 func TestPrintPolicyShowsSources(t *testing.T) {
 	np := podbot.NetworkPolicy{Sandbox: "sb", Mode: "allowlist", Proxy: "10.89.0.2", PolicyFile: "/p",
 		Policy: &egress.Policy{Rules: []egress.Rule{{Host: "api.example.com", Source: "preset agent"}},
-			Deny: []egress.Rule{{Host: "evil.test", Source: podbot.SourceLive}}, Resolve: map[string]string{"x.test": "10.0.0.1"}}}
+			Deny: []egress.Rule{{Host: "evil.test", Source: podbot.SourceLive}}, Resolve: map[string]string{"x.test": "10.0.0.1"}},
+		Secrets: []podbot.VaultIndexEntry{{Name: "anthropic", Hosts: []string{"api.anthropic.com"}, Env: "ANTHROPIC_API_KEY"}}}
 	var b bytes.Buffer
 	if err := printPolicy(&b, np, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"sb", "allow:", "preset agent", "deny:", "evil.test", "podbot network", "x.test=10.0.0.1"} {
+	for _, want := range []string{"sb", "allow:", "preset agent", "deny:", "evil.test", "podbot network", "x.test=10.0.0.1", "secrets", "anthropic", "api.anthropic.com", "$ANTHROPIC_API_KEY"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("show lacks %q:\n%s", want, b.String())
 		}
