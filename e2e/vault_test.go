@@ -1,0 +1,342 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/creds"
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// vaultFetchScript sends the placeholder in $VAULT_KEY as x-api-key to
+// each URL, through the proxy the environment names, verifying TLS with
+// the default context (OpenSSL reads SSL_CERT_FILE: the sandbox bundle).
+// A URL prefixed "noverify:" is fetched without verifying the server (a
+// host the vault does not intercept, whose test CA the sandbox does not
+// trust). It prints "URL STATUS BODY" or "URL refused ERROR".
+const vaultFetchScript = `
+import os, ssl, sys, urllib.request, urllib.error
+for u in sys.argv[1:]:
+    ctx = None
+    if u.startswith("noverify:"):
+        u, ctx = u[len("noverify:"):], ssl._create_unverified_context()
+    req = urllib.request.Request(u, headers={"x-api-key": os.environ["VAULT_KEY"]})
+    try:
+        r = urllib.request.urlopen(req, timeout=15, context=ctx)
+        print(u, r.status, r.read().decode().strip())
+    except urllib.error.HTTPError as e:
+        print(u, "refused", e.code, e.read().decode(errors="replace").strip()[:200])
+    except Exception as e:
+        print(u, "refused", type(e).__name__, e)
+`
+
+// vaultSearchScript runs as root in the sandbox and looks for the value
+// (hex in argv, so no cmdline holds it) in every process's environ and
+// cmdline and in every file outside /proc, /sys and /dev (mounts and
+// tmpfs included; the export covers the image's layers). It prints one
+// line per hit and "searched N" at the end.
+const vaultSearchScript = `
+import os, sys
+needle = bytes.fromhex(sys.argv[1])
+hits = 0
+for pid in os.listdir("/proc"):
+    if not pid.isdigit() or pid == str(os.getpid()):
+        continue
+    for f in ("environ", "cmdline"):
+        try:
+            with open("/proc/%s/%s" % (pid, f), "rb") as fh:
+                if needle in fh.read():
+                    print("HIT /proc/%s/%s" % (pid, f)); hits += 1
+        except Exception:
+            pass
+n = 0
+for top in os.listdir("/"):
+    if top in ("proc", "sys", "dev"):
+        continue
+    for root, dirs, files in os.walk("/" + top):
+        for name in files:
+            p = os.path.join(root, name)
+            try:
+                if not os.path.isfile(p) or os.path.islink(p) or os.path.getsize(p) > 256 << 20:
+                    continue
+                with open(p, "rb") as fh:
+                    n += 1
+                    if needle in fh.read():
+                        print("HIT", p); hits += 1
+            except Exception:
+                pass
+print("searched", n)
+`
+
+// upstreamTLS is an outside HTTPS server with a test CA of its own (given
+// to the proxy through network.upstream_ca) that records the x-api-key
+// header of every request, by host.
+type upstreamTLS struct {
+	mu   sync.Mutex
+	seen map[string][]string
+}
+
+func (u *upstreamTLS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	u.seen[r.Host] = append(u.seen[r.Host], r.Header.Get("X-Api-Key"))
+	u.mu.Unlock()
+	fmt.Fprintln(w, "outside "+r.Host)
+}
+
+func (u *upstreamTLS) keys() map[string][]string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := map[string][]string{}
+	for k, v := range u.seen {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// TestVaultSecretSwappedOnlyForItsHost plays the agent of a vault sandbox:
+// its VAULT_KEY holds a placeholder; sent to the secret's host (HTTPS,
+// intercepted by the proxy with the sandbox CA the sandbox trusts) the
+// outside server receives the real value; sent to another allowed host
+// over plain HTTP it is refused (403) and logged, and over HTTPS to that
+// host it arrives as the useless placeholder. The real value is nowhere in
+// the sandbox: not in inspect (env, labels, mounts), not in any process's
+// environ or cmdline, not in its files (export, and a search as root), and
+// podbot network show names the secret without value or placeholder.
+// Before the vault was applied, Launch refused this configuration.
+func TestVaultSecretSwappedOnlyForItsHost(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		conn := connectEngine(t, ctx, e)
+		gw := bridgeGateway(t, ctx, e)
+		real := "sk-vault-e2e-" + suite.runID + "-" + e.Name + "-REALVALUE"
+
+		upCA, err := egress.NewCA("podbot e2e upstream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
+		if err := os.WriteFile(caFile, upCA.CertPEM(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		up := &upstreamTLS{seen: map[string][]string{}}
+		tlsLn, err := net.Listen("tcp4", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tlsSrv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second, TLSConfig: &tls.Config{
+			GetCertificate: func(h *tls.ClientHelloInfo) (*tls.Certificate, error) { return upCA.Leaf(h.ServerName) }}}
+		go func() { _ = tlsSrv.ServeTLS(tlsLn, "", "") }()
+		defer tlsSrv.Close()
+		plainLn, err := net.Listen("tcp4", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		plainSrv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = plainSrv.Serve(plainLn) }()
+		defer plainSrv.Close()
+		tlsPort := tlsLn.Addr().(*net.TCPAddr).Port
+		plainPort := plainLn.Addr().(*net.TCPAddr).Port
+
+		cfg := launchConfig()
+		cfg.Network.Mode = "allowlist"
+		cfg.Secrets = []config.Secret{{Name: "e2e-api", Source: "env:PODBOT_E2E_VAULT_KEY",
+			Hosts: []string{fmt.Sprintf("vault.test:%d", tlsPort)}, Header: "x-api-key: {}", Env: "VAULT_KEY"}}
+		red := creds.NewRedactor()
+		var progress bytes.Buffer
+		rt := runtimeDir(t)
+		name := testName(e, "vault")
+		opts := podbot.LaunchOptions{
+			Config: cfg, Intent: launchplan.IntentInteractive, Name: name,
+			SidecarPath: sidecarBin(t), RuntimeDir: rt, Redactor: red,
+			Environ: []string{"PODBOT_E2E_VAULT_KEY=" + real},
+			Egress: &launchplan.Egress{Mode: egress.ModeAllowlist, UpstreamCA: caFile, Policy: egress.Policy{
+				Rules: []egress.Rule{
+					{Host: "vault.test", Ports: []int{tlsPort}, Source: "test"},
+					{Host: "other.test", Ports: []int{tlsPort, plainPort}, Source: "test"},
+				},
+				Resolve: map[string]string{"vault.test": gw, "other.test": gw},
+			}},
+		}
+		opts.Progress = func(step, detail string) {
+			fmt.Fprintf(&progress, "%s: %s\n", step, detail)
+			t.Logf("launch %s: %s", step, detail)
+		}
+		sb, err := podbot.Launch(ctx, conn, opts)
+		if err != nil {
+			t.Fatalf("Launch: %v", err)
+		}
+		t.Cleanup(func() {
+			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer ccancel()
+			if err := sb.Close(cctx, true); err != nil {
+				t.Errorf("close sandbox %s: %v", sb.Name, err)
+			}
+		})
+		if red.Redact("x "+real+" y") == "x "+real+" y" {
+			t.Error("the launch did not give the real value to the redactor")
+		}
+
+		vaultURL := fmt.Sprintf("https://vault.test:%d/", tlsPort)
+		otherTLS := fmt.Sprintf("https://other.test:%d/", tlsPort)
+		otherPlain := fmt.Sprintf("http://other.test:%d/", plainPort)
+		out := mustExecIn(t, ctx, conn, sb, "python3", "-c", vaultFetchScript, vaultURL, otherPlain, "noverify:"+otherTLS)
+		t.Logf("%s through the proxy:\n%s", e.Name, out)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 || !strings.Contains(lines[0], " 200 outside vault.test") {
+			t.Fatalf("the secret's host over HTTPS through the vault: want 200, got:\n%s", out)
+		}
+		if !strings.Contains(lines[1], " refused 403") || !strings.Contains(lines[2], " 200 outside other.test") {
+			t.Fatalf("the placeholder to another host: want 403 over HTTP, passed through untouched over HTTPS; got:\n%s", out)
+		}
+		placeholder := strings.TrimSpace(mustExecIn(t, ctx, conn, sb, "printenv", "VAULT_KEY"))
+		if !strings.HasPrefix(placeholder, egress.PlaceholderPrefix+"e2e-api-") {
+			t.Fatalf("VAULT_KEY in the sandbox is %q, want a placeholder", placeholder)
+		}
+		seen := up.keys()
+		vaultHost := fmt.Sprintf("vault.test:%d", tlsPort)
+		if len(seen[vaultHost]) != 1 || seen[vaultHost][0] != real {
+			t.Fatalf("the secret's host did not receive the real value once: %d requests", len(seen[vaultHost]))
+		}
+		for host, vs := range seen {
+			for _, v := range vs {
+				if host != vaultHost && v == real {
+					t.Fatalf("%s received the real value", host)
+				}
+			}
+		}
+		if vs := seen[fmt.Sprintf("other.test:%d", plainPort)]; len(vs) != 0 {
+			t.Fatalf("the refused plain request reached the outside server")
+		}
+		if vs := seen[fmt.Sprintf("other.test:%d", tlsPort)]; len(vs) != 1 || vs[0] != placeholder {
+			t.Fatalf("other.test over HTTPS got %d requests, want one with the useless placeholder", len(vs))
+		}
+
+		// The refusal is in the decision log, naming the secret.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := runPodbot(t, ctx, e, "network", "log", "--json", name)
+			if r.Code == 0 && strings.Contains(r.Stdout, `"host":"other.test"`) && strings.Contains(r.Stdout, "placeholder of secret e2e-api") {
+				if strings.Contains(r.Stdout, real) {
+					t.Fatal("the decision log holds the real value")
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the decision log lacks the placeholder refusal: %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+
+		// network show names the secret and its hosts, nothing more.
+		show := runPodbot(t, ctx, e, "network", "show", name)
+		if show.Code != 0 || !strings.Contains(show.Stdout, "e2e-api") || !strings.Contains(show.Stdout, vaultHost) ||
+			strings.Contains(show.Stdout, placeholder) || strings.Contains(show.Stdout, real) {
+			t.Fatalf("network show: %d\n%s\n%s", show.Code, show.Stdout, show.Stderr)
+		}
+		if strings.Contains(progress.String(), real) {
+			t.Fatal("a progress line holds the real value")
+		}
+
+		// inspect: env, labels, mounts, everything the engine reports.
+		for _, id := range []string{sb.ID, egressnet.ProxyName(name)} {
+			in, err := conn.Inspect(ctx, id, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := json.Marshal(in)
+			if bytes.Contains(body, []byte(real)) {
+				t.Fatalf("inspect of %s holds the real value", id)
+			}
+			if id == sb.ID {
+				for _, m := range in.Mounts {
+					if strings.HasPrefix(m.Source, rt) {
+						t.Fatalf("the sandbox mounts %s from the egress directory", m.Source)
+					}
+				}
+			}
+		}
+
+		// Processes and files, searched as root inside.
+		var sout, serr bytes.Buffer
+		code, err := conn.Exec(ctx, sb.ID, engine.ExecOptions{User: "0",
+			Cmd: []string{"python3", "-c", vaultSearchScript, hex.EncodeToString([]byte(real))}, Stdout: &sout, Stderr: &serr})
+		if err != nil || code != 0 {
+			t.Fatalf("search: %d %v %s", code, err, serr.String())
+		}
+		if strings.Contains(sout.String(), "HIT") || !strings.Contains(sout.String(), "searched") {
+			t.Fatalf("the real value is in the sandbox:\n%s", sout.String())
+		}
+		t.Logf("in-sandbox search: %s", lastLine(sout.String()))
+		// The CA is trusted, its key is absent.
+		files := mustExecIn(t, ctx, conn, sb, "sh", "-c", "grep -c 'BEGIN CERTIFICATE' /etc/podbot/ca-bundle.pem; grep -l 'PRIVATE KEY' -r /etc/podbot || true")
+		if strings.Contains(files, "/etc/podbot") {
+			t.Fatalf("a private key is in the sandbox's /etc/podbot:\n%s", files)
+		}
+
+		// The exported filesystem.
+		rc, err := conn.API().ContainerExport(ctx, sb.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, n, err := streamContains(rc, []byte(real))
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found {
+			t.Fatal("the exported filesystem holds the real value")
+		}
+		t.Logf("export searched: %d bytes", n)
+	})
+}
+
+// streamContains reports whether needle occurs in r, reading it once.
+func streamContains(r io.Reader, needle []byte) (bool, int64, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	buf := make([]byte, 1<<20)
+	var carry []byte
+	var n int64
+	for {
+		k, err := br.Read(buf)
+		if k > 0 {
+			n += int64(k)
+			window := append(carry, buf[:k]...)
+			if bytes.Contains(window, needle) {
+				return true, n, nil
+			}
+			keep := len(needle) - 1
+			if len(window) < keep {
+				keep = len(window)
+			}
+			carry = append([]byte(nil), window[len(window)-keep:]...)
+		}
+		if err == io.EOF {
+			return false, n, nil
+		}
+		if err != nil {
+			return false, n, err
+		}
+	}
+}
