@@ -84,6 +84,9 @@ func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan
 	if err := dirs.Make(); err != nil {
 		return es, err
 	}
+	if err := dirs.Mark(conn.Endpoint().String()); err != nil {
+		return es, err
+	}
 	if v != nil {
 		if err := writeVault(dirs, v); err != nil {
 			return es, err

@@ -102,15 +102,26 @@ func StateRoot(runtimeDir string) (string, error) {
 
 // DirsFor returns the directories of sandbox name (they need not exist).
 func DirsFor(runtimeDir, sandbox string) (Dirs, error) {
-	if sandbox == "" || sandbox != filepath.Base(sandbox) || sandbox == "." || sandbox == ".." {
+	if !validSandboxDir(sandbox) {
 		return Dirs{}, &errdefs.ConfigError{Key: "name", Reason: errdefs.ErrInvalidValue, Msg: fmt.Sprintf("sandbox name %q cannot name a directory", sandbox)}
 	}
 	root, err := StateRoot(runtimeDir)
 	if err != nil {
 		return Dirs{}, err
 	}
+	return dirsAt(root, sandbox), nil
+}
+
+// validSandboxDir reports whether sandbox can name one directory under the
+// egress root: one path element, not "." or "..".
+func validSandboxDir(sandbox string) bool {
+	return sandbox != "" && sandbox == filepath.Base(sandbox) && sandbox != "." && sandbox != ".."
+}
+
+// dirsAt returns sandbox's directories under the egress root root.
+func dirsAt(root, sandbox string) Dirs {
 	r := filepath.Join(root, sandbox)
-	return Dirs{Root: r, Policy: filepath.Join(r, "policy"), Log: filepath.Join(r, "log"), Vault: filepath.Join(r, "vault")}, nil
+	return Dirs{Root: r, Policy: filepath.Join(r, "policy"), Log: filepath.Join(r, "log"), Vault: filepath.Join(r, "vault")}
 }
 
 // Make creates the directories, mode 0700. When this process runs as root
