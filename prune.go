@@ -24,6 +24,11 @@ const createdGrace = time.Minute
 type PruneOptions struct {
 	// DryRun lists what would be removed and removes nothing.
 	DryRun bool
+	// RuntimeDir is the runtime directory launches were given
+	// ($XDG_RUNTIME_DIR; "" means the user's cache directory). Prune scans
+	// its egress root for directories of this engine's sandboxes whose
+	// sandbox and proxy are both gone.
+	RuntimeDir string
 }
 
 // PrunedImage is one dangling image Prune removed (or would remove).
@@ -43,6 +48,9 @@ type PruneResult struct {
 	// Egress are the proxies and internal networks of sandboxes that no
 	// longer exist (names of the sandboxes they belonged to).
 	Egress []string `json:"egress"`
+	// EgressDirs are the sandboxes whose leftover egress directory (policy,
+	// log, vault) was removed after their sandbox and proxy were gone.
+	EgressDirs []string `json:"egress_dirs"`
 	// Images are dangling (untagged) images built by podbot.
 	Images []PrunedImage `json:"images"`
 }
@@ -53,7 +61,7 @@ type PruneResult struct {
 // touched. A failed removal does not stop the others; the failures are
 // returned joined, with the result listing only what was removed.
 func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResult, error) {
-	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{}}
+	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{}, EgressDirs: []string{}}
 	all, err := List(ctx, conn, ListOptions{All: true})
 	if err != nil {
 		return res, err
@@ -84,6 +92,9 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 		res.Containers = append(res.Containers, c)
 	}
 	if err := pruneEgress(ctx, conn, opts, &res); err != nil {
+		errs = append(errs, err)
+	}
+	if err := pruneEgressDirs(ctx, conn, opts, &res); err != nil {
 		errs = append(errs, err)
 	}
 	imgs, err := conn.API().ImageList(ctx, image.ListOptions{
@@ -166,4 +177,47 @@ func proxyEgressDir(ctx context.Context, conn *engine.Conn, name string) string 
 		}
 	}
 	return ""
+}
+
+// maxEgressScan bounds how many entries of the egress root prune looks at.
+const maxEgressScan = 4096
+
+// pruneEgressDirs removes the egress directories this engine's launches
+// left under the egress root (egressnet.Leftovers: podbot's own, marked
+// for this engine, older than createdGrace) whose sandbox and proxy are
+// both gone, which pruneEgress cannot see: it finds a directory through
+// its proxy's mount.
+func pruneEgressDirs(ctx context.Context, conn *engine.Conn, opts PruneOptions, res *PruneResult) error {
+	root, err := egressnet.StateRoot(opts.RuntimeDir)
+	if err != nil {
+		return err
+	}
+	dirs, err := egressnet.Leftovers(egressnet.LeftoverOptions{Root: root, Endpoint: conn.Endpoint().String(),
+		Before: time.Now().Add(-createdGrace), Max: maxEgressScan})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range dirs {
+		name := filepath.Base(d.Root)
+		if !gone(ctx, conn, name) || !gone(ctx, conn, egressnet.ProxyName(name)) {
+			continue
+		}
+		if !opts.DryRun {
+			if err := d.Remove(); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		res.EgressDirs = append(res.EgressDirs, name)
+	}
+	sort.Strings(res.EgressDirs)
+	return errors.Join(errs...)
+}
+
+// gone reports whether the engine says container name does not exist (an
+// engine that cannot say counts as not gone).
+func gone(ctx context.Context, conn *engine.Conn, name string) bool {
+	_, err := conn.Inspect(ctx, name, false)
+	return errors.Is(err, errdefs.ErrNotFound)
 }

@@ -6,17 +6,25 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
+	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 )
 
@@ -271,6 +279,84 @@ func TestEgressPrivateAddressNeedsExactRule(t *testing.T) {
 					return le.Host == h && le.Port == p && le.Decision == egress.DecisionDeny && strings.Contains(le.Reason, "internal address "+a)
 				})
 			}
+		}
+	})
+}
+
+// TestEgressPruneRemovesOrphanDirs: an allowlist sandbox removed together
+// with its proxy behind podbot's back leaves its egress directory (policy,
+// log) that no container points to any more; prune finds it under the
+// egress root by its marker and removes it, with the leftover network. A
+// directory marked for another engine, and one whose marker is younger
+// than prune's grace, stay. On both engines.
+func TestEgressPruneRemovesOrphanDirs(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		conn := connectEngine(t, ctx, e)
+		rt := runtimeDir(t)
+		name := testName(e, "egressorphan")
+		removeOnCleanup(t, e, name)
+		t.Cleanup(func() {
+			_ = e.API.ContainerRemove(context.Background(), egressnet.ProxyName(name), container.RemoveOptions{Force: true})
+			_ = e.API.NetworkRemove(context.Background(), egressnet.NetworkName(name))
+		})
+		res, err := podbot.Create(ctx, conn, podbot.CreateOptions{Config: launchConfig(), Name: name, SidecarPath: sidecarBin(t), RuntimeDir: rt,
+			Egress: &launchplan.Egress{Mode: egress.ModeAllowlist}})
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		for _, id := range []string{res.ID, egressnet.ProxyName(name)} {
+			if err := e.API.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dirs, _ := egressnet.DirsFor(rt, name)
+		marker := filepath.Join(dirs.Root, egressnet.MarkerFile)
+		if b, err := os.ReadFile(marker); err != nil || string(b) != conn.Endpoint().String() {
+			t.Fatalf("marker %s = %q, %v; want %s", marker, b, err, conn.Endpoint())
+		}
+		// The same leftover, as another engine's launch would mark it.
+		other, _ := egressnet.DirsFor(rt, name+"-other")
+		if err := other.Make(); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Mark("unix:///another/engine.sock"); err != nil {
+			t.Fatal(err)
+		}
+		past := time.Now().Add(-2 * time.Minute)
+		for _, m := range []string{marker, filepath.Join(other.Root, egressnet.MarkerFile)} {
+			if err := os.Chtimes(m, past, past); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A fresh launch's directory (marker now) is left alone.
+		young, _ := egressnet.DirsFor(rt, name+"-young")
+		if err := young.Make(); err != nil {
+			t.Fatal(err)
+		}
+		if err := young.Mark(conn.Endpoint().String()); err != nil {
+			t.Fatal(err)
+		}
+
+		pr, err := podbot.Prune(ctx, conn, podbot.PruneOptions{RuntimeDir: rt})
+		if err != nil {
+			t.Fatalf("prune: %v", err)
+		}
+		t.Logf("prune: egress %v, egress dirs %v", pr.Egress, pr.EgressDirs)
+		if !slices.Contains(pr.EgressDirs, name) {
+			t.Errorf("prune did not report %s's egress directory: %v", name, pr.EgressDirs)
+		}
+		if _, err := os.Stat(dirs.Root); !os.IsNotExist(err) {
+			t.Errorf("the orphan egress directory is still there: %v", err)
+		}
+		for _, d := range []egressnet.Dirs{other, young} {
+			if _, err := os.Stat(d.Root); err != nil {
+				t.Errorf("prune removed %s: %v", d.Root, err)
+			}
+		}
+		if _, err := conn.InspectNetwork(ctx, egressnet.NetworkName(name)); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("network after prune: %v", err)
 		}
 	})
 }

@@ -251,7 +251,7 @@ touched. --dry-run only lists.`,
 			if err != nil {
 				return err
 			}
-			res, err := podbot.Prune(cmd.Context(), conn, podbot.PruneOptions{DryRun: opts.dryRun})
+			res, err := podbot.Prune(cmd.Context(), conn, podbot.PruneOptions{DryRun: opts.dryRun, RuntimeDir: f.getenv("XDG_RUNTIME_DIR")})
 			verb := "removed"
 			if res.DryRun {
 				verb = "would remove"
@@ -267,7 +267,10 @@ touched. --dry-run only lists.`,
 			for _, name := range res.Egress {
 				fmt.Fprintf(f.ios.Out, "%s egress proxy and network of %s (the sandbox is gone)\n", verb, name)
 			}
-			if len(res.Containers)+len(res.Images)+len(res.Egress) == 0 {
+			for _, name := range res.EgressDirs {
+				fmt.Fprintf(f.ios.Out, "%s egress directory of %s (the sandbox and its proxy are gone)\n", verb, name)
+			}
+			if len(res.Containers)+len(res.Images)+len(res.Egress)+len(res.EgressDirs) == 0 {
 				fmt.Fprintln(f.ios.ErrOut, "nothing to prune")
 			} else {
 				fmt.Fprintf(f.ios.ErrOut, "%s: containers %d, images %d (%s)\n", verb, len(res.Containers), len(res.Images), humanBytes(total))
