@@ -226,6 +226,9 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 			sb.credOverrides = map[string][]byte{creds.CodexAuthName: auth}
 			sb.credForbidden = []string{codex.auth.APIKey}
 			progress(StepCredentials, "the API key of ~/.codex/auth.json stays in the credential vault (secret "+CodexSecretName+", sent to "+codex.hosts()+"); the sandbox's copy holds a placeholder")
+			if codex.auth.HasTokens {
+				progress(StepCredentials, "the ChatGPT login tokens of ~/.codex/auth.json still enter the sandbox (the vault cannot hold OAuth tokens)")
+			}
 		}
 		if opts.Redactor != nil {
 			opts.Redactor.Add(vlt.values()...)

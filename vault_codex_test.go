@@ -131,13 +131,15 @@ func TestCodexVaultNotApplied(t *testing.T) {
 		mode egress.Mode
 		edit func(*LaunchOptions)
 	}{
-		"open":        {egress.ModeOpen, func(*LaunchOptions) {}},
-		"none":        {egress.ModeNone, func(*LaunchOptions) {}},
-		"no copy":     {egress.ModeAllowlist, func(o *LaunchOptions) { o.Config.Creds.CopyCodex = false }},
-		"opted out":   {egress.ModeAllowlist, func(o *LaunchOptions) { o.Config.Creds.VaultCodexKey = false }},
-		"no home":     {egress.ModeAllowlist, func(o *LaunchOptions) { o.HostHome = "" }},
-		"no auth":     {egress.ModeAllowlist, func(o *LaunchOptions) { o.HostHome = codexHome(t, "", "") }},
-		"tokens only": {egress.ModeAllowlist, func(o *LaunchOptions) { o.HostHome = codexHome(t, `{"OPENAI_API_KEY":null,"tokens":{"access_token":"a"}}`, "") }},
+		"open":      {egress.ModeOpen, func(*LaunchOptions) {}},
+		"none":      {egress.ModeNone, func(*LaunchOptions) {}},
+		"no copy":   {egress.ModeAllowlist, func(o *LaunchOptions) { o.Config.Creds.CopyCodex = false }},
+		"opted out": {egress.ModeAllowlist, func(o *LaunchOptions) { o.Config.Creds.VaultCodexKey = false }},
+		"no home":   {egress.ModeAllowlist, func(o *LaunchOptions) { o.HostHome = "" }},
+		"no auth":   {egress.ModeAllowlist, func(o *LaunchOptions) { o.HostHome = codexHome(t, "", "") }},
+		"tokens only": {egress.ModeAllowlist, func(o *LaunchOptions) {
+			o.HostHome = codexHome(t, `{"OPENAI_API_KEY":null,"tokens":{"access_token":"a"}}`, "")
+		}},
 	} {
 		o := codexOpts(home)
 		c.edit(&o)
