@@ -199,7 +199,7 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 	}
 	applyEgressMode(&plan)
 	var vlt *vault
-	codex, err := prepareCodexVault(opts, plan.Egress.Mode)
+	codex, err := prepareCodexVault(opts, plan.Egress.Mode, plan.Security.ReadOnlyRootfs)
 	if err != nil {
 		return nil, &StepError{StepCredentials, err}
 	}

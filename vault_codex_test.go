@@ -56,7 +56,7 @@ const codexAuth = `{"OPENAI_API_KEY":"` + codexTestKey + `","tokens":{"refresh_t
 func TestCodexVaultKeepsKeyOutOfUpload(t *testing.T) {
 	home := codexHome(t, codexAuth, `openai_base_url = "https://gw.example.com:8443/v1"`+"\n")
 	o := codexOpts(home)
-	cv, err := prepareCodexVault(o, egress.ModeAllowlist)
+	cv, err := prepareCodexVault(o, egress.ModeAllowlist, false)
 	if err != nil || cv == nil {
 		t.Fatalf("prepareCodexVault: %v, %v", cv, err)
 	}
@@ -135,6 +135,7 @@ func TestCodexVaultNotApplied(t *testing.T) {
 		"none":      {egress.ModeNone, func(*LaunchOptions) {}},
 		"no copy":   {egress.ModeAllowlist, func(o *LaunchOptions) { o.Config.Creds.CopyCodex = false }},
 		"opted out": {egress.ModeAllowlist, func(o *LaunchOptions) { o.Config.Creds.VaultCodexKey = false }},
+		"excluded":  {egress.ModeAllowlist, func(o *LaunchOptions) { o.Config.Creds.Exclude = []string{".codex/auth.json"} }},
 		"no home":   {egress.ModeAllowlist, func(o *LaunchOptions) { o.HostHome = "" }},
 		"no auth":   {egress.ModeAllowlist, func(o *LaunchOptions) { o.HostHome = codexHome(t, "", "") }},
 		"tokens only": {egress.ModeAllowlist, func(o *LaunchOptions) {
@@ -143,7 +144,7 @@ func TestCodexVaultNotApplied(t *testing.T) {
 	} {
 		o := codexOpts(home)
 		c.edit(&o)
-		if cv, err := prepareCodexVault(o, c.mode); cv != nil || err != nil {
+		if cv, err := prepareCodexVault(o, c.mode, false); cv != nil || err != nil {
 			t.Errorf("%s: %v, %v", name, cv, err)
 		}
 	}
@@ -151,7 +152,7 @@ func TestCodexVaultNotApplied(t *testing.T) {
 
 func TestCodexVaultMalformedAuthRefused(t *testing.T) {
 	home := codexHome(t, `{"OPENAI_API_KEY":"`+codexTestKey+`",`, "")
-	_, err := prepareCodexVault(codexOpts(home), egress.ModeAllowlist)
+	_, err := prepareCodexVault(codexOpts(home), egress.ModeAllowlist, false)
 	var ce *errdefs.ConfigError
 	if !errors.As(err, &ce) || ce.Key != "creds.vault_codex_key" {
 		t.Fatalf("want a ConfigError on creds.vault_codex_key, got %v", err)
@@ -163,7 +164,7 @@ func TestCodexVaultMalformedAuthRefused(t *testing.T) {
 
 func TestCodexVaultBadConfigWarns(t *testing.T) {
 	home := codexHome(t, codexAuth, "openai_base_url = [\n")
-	cv, err := prepareCodexVault(codexOpts(home), egress.ModeAllowlist)
+	cv, err := prepareCodexVault(codexOpts(home), egress.ModeAllowlist, false)
 	if err != nil || cv == nil || len(cv.warnings) != 1 || !slices.Equal(cv.secret.secret.Hosts, []string{"api.openai.com"}) {
 		t.Fatalf("got %v, %v", cv, err)
 	}
@@ -172,9 +173,17 @@ func TestCodexVaultBadConfigWarns(t *testing.T) {
 func TestCodexVaultNameReserved(t *testing.T) {
 	o := codexOpts(codexHome(t, codexAuth, ""))
 	o.Config.Secrets = []config.Secret{{Name: "x"}, {Name: CodexSecretName}}
-	_, err := prepareCodexVault(o, egress.ModeAllowlist)
+	_, err := prepareCodexVault(o, egress.ModeAllowlist, false)
 	var ce *errdefs.ConfigError
 	if !errors.As(err, &ce) || ce.Key != "secrets[1].name" || !errors.Is(err, errdefs.ErrConflict) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestCodexVaultReadOnlyRootfsRefused(t *testing.T) {
+	_, err := prepareCodexVault(codexOpts(codexHome(t, codexAuth, "")), egress.ModeAllowlist, true)
+	var ce *errdefs.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "creds.vault_codex_key" || !errors.Is(err, errdefs.ErrConflict) {
 		t.Fatalf("got %v", err)
 	}
 }

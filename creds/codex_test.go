@@ -237,3 +237,18 @@ func FuzzParseCodexAuth(f *testing.F) {
 		}
 	})
 }
+
+func TestExcluded(t *testing.T) {
+	for _, c := range []struct {
+		pats []string
+		want bool
+	}{{nil, false}, {[]string{".codex"}, true}, {[]string{".codex/auth.json"}, true}, {[]string{"auth.json"}, true}, {[]string{"*.log"}, false}} {
+		got, err := Excluded(c.pats, CodexAuthName)
+		if err != nil || got != c.want {
+			t.Errorf("%v: %v %v", c.pats, got, err)
+		}
+	}
+	if _, err := Excluded([]string{"["}, CodexAuthName); err == nil {
+		t.Error("a bad pattern was accepted")
+	}
+}
