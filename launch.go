@@ -115,6 +115,10 @@ type Sandbox struct {
 	token     *tokendaemon.Daemon
 	stopToken context.CancelFunc
 	tokenDone chan struct{}
+	// credOverrides and credForbidden go to creds.BuildOptions: the
+	// vault's copy of ~/.codex/auth.json and the key it keeps out.
+	credOverrides map[string][]byte
+	credForbidden []string
 }
 
 // Launch runs the shared launch sequence: plan, image, GitHub token,
@@ -195,13 +199,36 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 	}
 	applyEgressMode(&plan)
 	var vlt *vault
-	if len(opts.Config.Secrets) > 0 {
+	codex, err := prepareCodexVault(opts, plan.Egress.Mode, plan.Security.ReadOnlyRootfs)
+	if err != nil {
+		return nil, &StepError{StepCredentials, err}
+	}
+	var implicit []implicitSecret
+	if codex != nil {
+		implicit = append(implicit, codex.secret)
+		for _, w := range codex.warnings {
+			progress(StepCredentials, "warning: "+w)
+		}
+	}
+	if len(opts.Config.Secrets) > 0 || len(implicit) > 0 {
 		if plan.Egress.Mode != egress.ModeAllowlist {
 			return nil, &StepError{StepNetwork, &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrConflict,
 				Msg: fmt.Sprintf("the %d [[secrets]] entries need network.mode = \"allowlist\" (the egress proxy); the sandbox's mode is %q", len(opts.Config.Secrets), plan.Egress.Mode)}}
 		}
-		if vlt, err = newVault(plan.Name, opts.Config.Secrets, opts.Environ); err != nil {
+		if vlt, err = newVault(plan.Name, opts.Config.Secrets, opts.Environ, implicit...); err != nil {
 			return nil, &StepError{StepNetwork, err}
+		}
+		if codex != nil {
+			auth, err := codex.auth.WithAPIKey(vlt.placeholder(CodexSecretName))
+			if err != nil {
+				return nil, &StepError{StepCredentials, err}
+			}
+			sb.credOverrides = map[string][]byte{creds.CodexAuthName: auth}
+			sb.credForbidden = []string{codex.auth.APIKey}
+			progress(StepCredentials, "the API key of ~/.codex/auth.json stays in the credential vault (secret "+CodexSecretName+", sent to "+codex.hosts()+"); the sandbox's copy holds a placeholder")
+			if codex.auth.HasTokens {
+				progress(StepCredentials, "the ChatGPT login tokens of ~/.codex/auth.json still enter the sandbox (the vault cannot hold OAuth tokens)")
+			}
 		}
 		if opts.Redactor != nil {
 			opts.Redactor.Add(vlt.values()...)
@@ -446,7 +473,7 @@ func (sb *Sandbox) uploadCredentials(ctx context.Context, opts LaunchOptions, pr
 		return nil
 	}
 	bo := creds.BuildOptions{HostHome: opts.HostHome, CopyClaude: c.CopyClaude, CopyCodex: c.CopyCodex, Exclude: c.Exclude,
-		TargetHome: sb.Plan.Home}
+		TargetHome: sb.Plan.Home, Overrides: sb.credOverrides, Forbidden: sb.credForbidden}
 	if uid, gid, ok := sb.Plan.NumericUser(); ok {
 		bo.UID, bo.GID = uid, gid
 	}

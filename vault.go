@@ -137,31 +137,59 @@ func resolveSecretValue(i int, s config.Secret, environ []string) (string, error
 	return "", bad(errdefs.ErrUnsupported, fmt.Sprintf("secret %q: source %q is not one this podbot applies (env:VAR, file:PATH)", s.Name, s.Source), nil)
 }
 
-// newVault resolves every [[secrets]] entry, gives each a fresh
-// placeholder and makes the sandbox CA (named after sandbox, constrained
-// to the secrets' hosts). Errors name the key and never hold a value.
-func newVault(sandbox string, secrets []config.Secret, environ []string) (*vault, error) {
+// implicitSecret is a vault secret podbot adds on its own (the API key of
+// an uploaded ~/.codex/auth.json): its value is known and key names the
+// config key that controls it, for errors. A [[secrets]] entry's key is
+// its table ("secrets[0]") and errors name the field below it.
+type implicitSecret struct {
+	key    string
+	secret config.Secret
+	value  string
+	// exact makes errors name key itself rather than a field below it.
+	exact bool
+}
+
+// keyOf names field of the secret in errors.
+func (is implicitSecret) keyOf(field string) string {
+	if is.exact {
+		return is.key
+	}
+	return is.key + "." + field
+}
+
+// newVault resolves every [[secrets]] entry, adds the implicit secrets,
+// gives each a fresh placeholder and makes the sandbox CA (named after
+// sandbox, constrained to the secrets' hosts). Errors name the key and
+// never hold a value.
+func newVault(sandbox string, secrets []config.Secret, environ []string, implicit ...implicitSecret) (*vault, error) {
 	if err := checkSecretSources(secrets); err != nil {
 		return nil, err
 	}
-	v := &vault{envs: map[string]string{}}
-	var hosts []egress.Rule
+	all := make([]implicitSecret, 0, len(secrets)+len(implicit))
 	for i, s := range secrets {
 		val, err := resolveSecretValue(i, s, environ)
 		if err != nil {
 			return nil, err
 		}
-		es := egress.Secret{Name: s.Name, Header: s.Header, BasicAuthUser: s.BasicAuthUser, Value: val}
+		all = append(all, implicitSecret{key: fmt.Sprintf("%s[%d]", config.SecretsKey, i), secret: s, value: val})
+	}
+	all = append(all, implicit...)
+	v := &vault{envs: map[string]string{}}
+	var hosts []egress.Rule
+	for _, is := range all {
+		s := is.secret
+		es := egress.Secret{Name: s.Name, Header: s.Header, BasicAuthUser: s.BasicAuthUser, Value: is.value}
 		for _, h := range s.Hosts {
 			r, err := egress.ParseRule(h)
 			if err != nil {
-				return nil, &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].hosts", config.SecretsKey, i), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+				return nil, &errdefs.ConfigError{Key: is.keyOf("hosts"), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 			}
 			es.Hosts = append(es.Hosts, r)
 			hosts = append(hosts, r)
 		}
+		var err error
 		if es.Placeholder, err = egress.NewPlaceholder(s.Name); err != nil {
-			return nil, &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].name", config.SecretsKey, i), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+			return nil, &errdefs.ConfigError{Key: is.keyOf("name"), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
 		if err := egress.ValidateSecret(es); err != nil {
 			var se *egress.SecretError
@@ -169,7 +197,7 @@ func newVault(sandbox string, secrets []config.Secret, environ []string) (*vault
 			if errors.As(err, &se) && se.Field != "value" && se.Field != "placeholder" {
 				field = se.Field
 			}
-			return nil, &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].%s", config.SecretsKey, i, field), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+			return nil, &errdefs.ConfigError{Key: is.keyOf(field), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
 		v.secrets = append(v.secrets, es)
 		v.envs[s.Name] = s.Env
@@ -180,6 +208,16 @@ func newVault(sandbox string, secrets []config.Secret, environ []string) (*vault
 	}
 	v.ca = ca
 	return v, nil
+}
+
+// placeholder returns the placeholder of the secret name ("" for none).
+func (v *vault) placeholder(name string) string {
+	for _, s := range v.secrets {
+		if s.Name == name {
+			return s.Placeholder
+		}
+	}
+	return ""
 }
 
 // values are the real values, for the redactor.

@@ -85,6 +85,7 @@ func keyTable() []keyDef {
 
 		{"creds.copy_claude", TypeBool, false, true, "Copy ~/.claude into the container.", func(c *Config) any { return &c.Creds.CopyClaude }},
 		{"creds.copy_codex", TypeBool, false, true, "Copy ~/.codex into the container.", func(c *Config) any { return &c.Creds.CopyCodex }},
+		{"creds.vault_codex_key", TypeBool, false, true, "In network.mode = allowlist, move the OPENAI_API_KEY of the copied ~/.codex/auth.json into the credential vault: the sandbox's copy holds a placeholder the egress proxy swaps for the key on api.openai.com (and Codex's openai_base_url host).", func(c *Config) any { return &c.Creds.VaultCodexKey }},
 		{"creds.exclude", TypeList, false, defaultCredsExclude(), "Glob patterns (relative to the home directory) left out of the credential copy.", func(c *Config) any { return &c.Creds.Exclude }},
 
 		{"sandbox.privileged", TypeBool, false, false, "Privileged profile (nested containers work everywhere; much weaker isolation).", func(c *Config) any { return &c.Sandbox.Privileged }},

@@ -95,6 +95,9 @@ type Creds struct {
 	CopyClaude bool
 	// CopyCodex copies ~/.codex (creds.copy_codex).
 	CopyCodex bool
+	// VaultCodexKey moves the API key of the copied ~/.codex/auth.json
+	// into the credential vault in allowlist mode (creds.vault_codex_key).
+	VaultCodexKey bool
 	// Exclude lists glob patterns, relative to the home directory, of paths
 	// left out of the copy (creds.exclude).
 	Exclude []string

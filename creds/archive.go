@@ -53,6 +53,13 @@ type BuildOptions struct {
 	UID, GID int
 	// MaxBytes bounds the archive size; zero means DefaultMaxBytes.
 	MaxBytes int64
+	// Overrides maps archive names (e.g. CodexAuthName) to the contents
+	// archived instead of the host file's; the host file keeps its mode and
+	// is never modified. Such an entry must be a regular file on the host.
+	Overrides map[string][]byte
+	// Forbidden lists real secret values that must not enter the sandbox:
+	// an archive that holds one (in any file) is refused, naming the file.
+	Forbidden []string
 }
 
 // Archive is a built credentials tar ready for upload.
@@ -117,7 +124,7 @@ func build(ctx context.Context, opts BuildOptions, open func(string) (*os.File, 
 	if limit <= 0 {
 		limit = DefaultMaxBytes
 	}
-	b := &builder{ctx: ctx, open: open, ex: ex, uid: opts.UID, gid: opts.GID, limit: limit}
+	b := &builder{ctx: ctx, open: open, ex: ex, uid: opts.UID, gid: opts.GID, limit: limit, overrides: opts.Overrides}
 	b.tw = tar.NewWriter(&b.buf)
 	arch := &Archive{TargetHome: target}
 	for _, fam := range families {
@@ -141,6 +148,9 @@ func build(ctx context.Context, opts BuildOptions, open func(string) (*os.File, 
 		return nil, &errdefs.FilesystemError{Op: "archive", Path: opts.HostHome, Msg: "cannot finish the credentials archive", Err: err}
 	}
 	arch.Tar = b.buf.Bytes()
+	if err := checkForbidden(arch.Tar, opts.HostHome, opts.Forbidden); err != nil {
+		return nil, err
+	}
 	arch.Skipped = b.skipped
 	return arch, nil
 }
@@ -189,6 +199,8 @@ type builder struct {
 	buf      bytes.Buffer
 	tw       *tar.Writer
 	skipped  []string
+	// overrides are BuildOptions.Overrides.
+	overrides map[string][]byte
 }
 
 // addTree adds root (a host directory) under the archive name fam.
@@ -226,6 +238,13 @@ func (b *builder) addEntry(name, hostPath string, info fs.FileInfo) error {
 		Uid:     b.uid,
 		Gid:     b.gid,
 		ModTime: info.ModTime(),
+	}
+	if data, ok := b.override(name); ok {
+		if !info.Mode().IsRegular() {
+			return &errdefs.FilesystemError{Op: "archive", Path: hostPath, Msg: "is not a regular file; podbot cannot replace its contents"}
+		}
+		hdr.Typeflag = tar.TypeReg
+		return b.writeOverride(hdr, hostPath, data)
 	}
 	switch {
 	case info.IsDir():

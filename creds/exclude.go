@@ -77,3 +77,22 @@ func (e *excluder) excluded(rel string) bool {
 }
 
 func quote(s string) string { return "\"" + s + "\"" }
+
+// Excluded reports whether rel (slash-separated, below home) or one of
+// its ancestors is left out of the archive by patterns (nil means
+// DefaultExcludes()). A bad pattern is a creds.exclude config error.
+func Excluded(patterns []string, rel string) (bool, error) {
+	if patterns == nil {
+		patterns = DefaultExcludes()
+	}
+	e, err := newExcluder(patterns)
+	if err != nil {
+		return false, err
+	}
+	for p := path.Clean(rel); p != "." && p != "/"; p = path.Dir(p) {
+		if e.excluded(p) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
