@@ -168,9 +168,52 @@ func TestVaultGitHubTokenCloneAndPush(t *testing.T) {
 			t.Fatal("the placeholder changed on refresh")
 		}
 
+		// podbot token-daemon takes over a detached sandbox the same way:
+		// its refresh rewrites the proxy's secrets file, not the token file.
+		if err := sb.Close(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		tomlCfg := fmt.Sprintf("[github]\napp_id = %d\ninstallation_id = %d\nprivate_key_path = %q\napi_url = %q\ntoken_refresh_buffer = %q\n",
+			gh.AppID(), gh.InstallationID(), keyPath, gh.URL, refreshBuffer.String())
+		cmd := podbotCmd(t, ctx, e, tomlCfg, "token-daemon", "--container", name, "--check-interval", "1s", "--log-level", "debug")
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+rt)
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stderr, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		third := second
+		deadline = time.Now().Add(tokenTTL + 15*time.Second)
+		for third == second {
+			if time.Now().After(deadline) {
+				t.Fatalf("podbot token-daemon did not refresh the token\n%s", stderr.String())
+			}
+			time.Sleep(300 * time.Millisecond)
+			third, _, _ = gh.CurrentToken()
+		}
+		for i := 0; i < 20; i++ {
+			r = execIn(t, ctx, conn, sb, "git", "-C", "/work/demo", "fetch", "--quiet", "origin")
+			if r.code == 0 && gs.servedWith(third) > 0 {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if r.code != 0 || gs.servedWith(third) == 0 {
+			t.Fatalf("fetch after podbot token-daemon's refresh: exit %d, served with its token %d times\n%s\n%s", r.code, gs.servedWith(third), r.stderr, stderr.String())
+		}
+		if now := strings.TrimSpace(mustExecIn(t, ctx, conn, sb, "cat", "/run/secrets/ghapp_token")); now != placeholder {
+			t.Fatal("podbot token-daemon changed the placeholder")
+		}
+
 		// No token GitHub issued is in the sandbox.
-		tokens := src.tokens()
-		if len(tokens) < 2 {
+		tokens := append(src.tokens(), third)
+		for _, tok := range tokens {
+			if strings.Contains(stderr.String(), tok) {
+				t.Fatal("podbot token-daemon logged a token value")
+			}
+		}
+		if len(tokens) < 3 {
 			t.Fatalf("the fake GitHub issued %d tokens, want at least 2", len(tokens))
 		}
 		dirs, err := egressnet.DirsFor(rt, name)
