@@ -82,7 +82,7 @@ const LabelGitHubVault = "podbot.github_vault"
 // GitHubTokenUser is the user name git in a sandbox sends with the
 // installation token (podbot's askpass answers it); a github-app secret's
 // basic_auth_user must be this.
-const GitHubTokenUser = "x-access-token"
+const GitHubTokenUser = config.GitHubTokenUser
 
 // githubSecret returns the index of the [[secrets]] entry whose source is
 // github-app, or -1. More than one is refused, naming the second.
