@@ -43,6 +43,7 @@ type gitServer struct {
 	mu       sync.Mutex
 	accepted map[string]int // token -> requests served
 	rejected int
+	byHost   map[string][]string // Host header -> passwords sent, in order
 }
 
 // startGitServer serves the bare repositories under root for engine e.
@@ -88,7 +89,7 @@ func newGitServer(t *testing.T, root string, valid func(string) bool) *gitServer
 	if _, err := os.Stat(gitHTTPBackend); err != nil {
 		t.Fatalf("git http-backend missing (%v): install the git package", err)
 	}
-	return &gitServer{root: root, valid: valid, accepted: map[string]int{},
+	return &gitServer{root: root, valid: valid, accepted: map[string]int{}, byHost: map[string][]string{},
 		backend: &cgi.Handler{
 			Path: gitHTTPBackend,
 			Root: "/",
@@ -100,6 +101,11 @@ func newGitServer(t *testing.T, root string, valid func(string) bool) *gitServer
 // user x-access-token and a valid token, and 401 to any other.
 func (s *gitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user, pass, ok := r.BasicAuth()
+	s.mu.Lock()
+	if len(s.byHost[r.Host]) < 1000 {
+		s.byHost[r.Host] = append(s.byHost[r.Host], pass)
+	}
+	s.mu.Unlock()
 	if !ok || user != "x-access-token" || !s.valid(pass) {
 		s.mu.Lock()
 		s.rejected++
@@ -112,6 +118,13 @@ func (s *gitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.accepted[pass]++
 	s.mu.Unlock()
 	s.backend.ServeHTTP(w, r)
+}
+
+// passwords returns the Basic auth passwords sent to host, in order.
+func (s *gitServer) passwords(host string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.byHost[host]...)
 }
 
 // servedWith reports how many requests the server served with token.

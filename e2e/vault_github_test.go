@@ -25,6 +25,25 @@ import (
 	"github.com/podbot/podbot/tokendaemon"
 )
 
+// ghPlaceholderScript plays an agent that sends the placeholder in
+// /run/secrets/ghapp_token as git's Basic auth password to each URL
+// itself, without verifying TLS. It prints "URL STATUS" or "URL refused
+// CODE" per URL.
+const ghPlaceholderScript = `
+import base64, ssl, sys, urllib.request, urllib.error
+ph = open("/run/secrets/ghapp_token").read().strip()
+auth = "Basic " + base64.b64encode(("x-access-token:" + ph).encode()).decode()
+for u in sys.argv[1:]:
+    req = urllib.request.Request(u, headers={"Authorization": auth})
+    try:
+        r = urllib.request.urlopen(req, timeout=15, context=ssl._create_unverified_context())
+        print(u, r.status)
+    except urllib.error.HTTPError as e:
+        print(u, "refused", e.code)
+    except Exception as e:
+        print(u, "refused", type(e).__name__, e)
+`
+
 // recordingSource remembers every token it mints.
 type recordingSource struct {
 	src tokendaemon.TokenSource
@@ -99,8 +118,9 @@ func TestVaultGitHubTokenCloneAndPush(t *testing.T) {
 			Repo: "octo-org/demo", Branch: "feature", RuntimeDir: rt, TokenSource: src,
 			SidecarPath: sidecarBin(t),
 			Egress: &launchplan.Egress{Mode: egress.ModeAllowlist, UpstreamCA: caFile, Policy: egress.Policy{
-				Rules:   []egress.Rule{{Host: "git.test", Ports: []int{port}, Source: "test"}},
-				Resolve: map[string]string{"git.test": gw},
+				Rules: []egress.Rule{{Host: "git.test", Ports: []int{port}, Source: "test"},
+					{Host: "other.test", Ports: []int{port}, Source: "test"}},
+				Resolve: map[string]string{"git.test": gw, "other.test": gw},
 			}},
 		}
 		sb := launch(t, ctx, conn, opts)
@@ -128,6 +148,23 @@ func TestVaultGitHubTokenCloneAndPush(t *testing.T) {
 		}
 		if gs.servedWith(placeholder) != 0 {
 			t.Fatal("the git server accepted the placeholder")
+		}
+
+		// The agent sends the placeholder elsewhere itself: to another
+		// allowed name of the same server over HTTPS (not intercepted: it
+		// arrives as the useless placeholder) and over plain HTTP (the
+		// proxy refuses it). No real token goes to that name.
+		otherHost := fmt.Sprintf("other.test:%d", port)
+		out := mustExecIn(t, ctx, conn, sb, "python3", "-c", ghPlaceholderScript,
+			"https://"+otherHost+"/octo-org/demo.git/info/refs?service=git-upload-pack",
+			"http://"+otherHost+"/octo-org/demo.git/info/refs?service=git-upload-pack")
+		t.Logf("placeholder sent by the agent:\n%s", out)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[0], " refused 401") || !strings.Contains(lines[1], " refused 403") {
+			t.Fatalf("the placeholder elsewhere: want 401 from the server for HTTPS, 403 from the proxy for plain HTTP; got:\n%s", out)
+		}
+		if pw := gs.passwords(otherHost); len(pw) != 1 || pw[0] != placeholder {
+			t.Fatalf("other.test received %d requests, want one with the placeholder", len(pw))
 		}
 
 		// A push from inside the sandbox, through the proxy.
@@ -236,6 +273,13 @@ func TestVaultGitHubTokenCloneAndPush(t *testing.T) {
 					if strings.HasPrefix(m.Source, dirs.Root) {
 						t.Fatalf("the sandbox mounts %s from the egress directory", m.Source)
 					}
+				}
+			}
+		}
+		for _, pw := range gs.passwords(otherHost) {
+			for _, tok := range tokens {
+				if pw == tok {
+					t.Fatal("other.test received a real installation token")
 				}
 			}
 		}
