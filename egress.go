@@ -53,7 +53,7 @@ func EgressFromConfig(cfg config.Config, agentKind string, allowHosts ...string)
 	if err := cfg.ValidateNetwork(); err != nil {
 		return launchplan.Egress{}, err
 	}
-	if err := checkSecretSources(cfg.Secrets); err != nil {
+	if _, err := githubSecret(cfg.Secrets); err != nil {
 		return launchplan.Egress{}, err
 	}
 	mode := egress.Mode(n.Mode)

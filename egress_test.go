@@ -282,8 +282,8 @@ func TestEgressInLaunchPlans(t *testing.T) {
 }
 
 // Secrets: env: and file: sources pass to the launch (which applies the
-// vault); github-app is refused naming its key; a mode without the proxy
-// is refused.
+// vault), and so does one github-app secret; a second github-app secret
+// is refused naming its key; a mode without the proxy is refused.
 func TestEgressFromConfigSecrets(t *testing.T) {
 	cfg := config.Default()
 	cfg.Network.Mode = "allowlist"
@@ -295,10 +295,14 @@ func TestEgressFromConfigSecrets(t *testing.T) {
 	gh.GitHub.AppID, gh.GitHub.InstallationID, gh.GitHub.PrivateKeyPath = 1, 2, "/k.pem"
 	gh.Secrets = append([]config.Secret{}, cfg.Secrets...)
 	gh.Secrets = append(gh.Secrets, config.Secret{Name: "gh", Source: "github-app", Hosts: []string{"github.com"}, BasicAuthUser: "x-access-token"})
+	if _, err := EgressFromConfig(gh, "claude"); err != nil {
+		t.Fatalf("github-app secret refused: %v", err)
+	}
+	gh.Secrets = append(gh.Secrets, config.Secret{Name: "gh2", Source: "github-app", Hosts: []string{"github.com"}, BasicAuthUser: "x-access-token"})
 	_, err := EgressFromConfig(gh, "claude")
 	var ce *errdefs.ConfigError
-	if !errors.As(err, &ce) || ce.Key != "secrets[1].source" || !errors.Is(err, errdefs.ErrUnsupported) {
-		t.Fatalf("github-app: err = %v, want an unsupported secrets[1].source error", err)
+	if !errors.As(err, &ce) || ce.Key != "secrets[2].source" || !errors.Is(err, errdefs.ErrConflict) {
+		t.Fatalf("two github-app secrets: err = %v, want a secrets[2].source conflict", err)
 	}
 	none := cfg
 	none.Sandbox.Network = "none"

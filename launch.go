@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,13 +169,35 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		return nil, &StepError{StepImage, err}
 	}
 
+	secrets := opts.Config.Secrets
+	ghIdx, err := githubSecret(secrets)
+	if err != nil {
+		return nil, &StepError{StepPlan, err}
+	}
+	var ght *vaultToken
+	var gh *ghToken
 	if opts.TokenSource != nil && req.Workspace.Strategy == launchplan.WorkspaceGitHubClone {
 		progress(StepToken, "acquiring an installation token")
 		origin, err := tokenOrigin(opts)
 		if err != nil {
 			return nil, &StepError{StepToken, err}
 		}
-		if err := sb.prepareToken(ctx, opts, plan.Name, origin, logger); err != nil {
+		if ghIdx >= 0 {
+			// Vault mode: the token daemon gives every token to the vault
+			// and writes the placeholder into the mounted token file.
+			if err := checkGitHubSecret(ghIdx, secrets[ghIdx], origin); err != nil {
+				return nil, &StepError{StepToken, err}
+			}
+			name := secrets[ghIdx].Name
+			placeholder, err := egress.NewPlaceholder(name)
+			if err != nil {
+				return nil, &StepError{StepToken, err}
+			}
+			ght = &vaultToken{name: name}
+			gh = &ghToken{placeholder: placeholder}
+			progress(StepToken, fmt.Sprintf("the token goes into the credential vault as secret %q; the sandbox's %s holds its placeholder", name, tokendaemon.ContainerTokenPath))
+		}
+		if err := sb.prepareToken(ctx, opts, plan.Name, origin, ght, placeholderOf(gh), logger); err != nil {
 			return nil, &StepError{StepToken, err}
 		}
 		if err := plan.Apply(
@@ -184,7 +207,16 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		); err != nil {
 			return nil, &StepError{StepToken, err}
 		}
+		if ght != nil {
+			gh.value = ght.current()
+			plan.Labels[LabelGitHubVault] = ght.name
+		}
 		sb.Plan = plan
+	} else if ghIdx >= 0 {
+		// No token for this sandbox: the github-app secret has no value,
+		// and the vault goes without it.
+		progress(StepToken, fmt.Sprintf("secret %q (github-app) is not used: this sandbox clones no GitHub repository", secrets[ghIdx].Name))
+		secrets = slices.Delete(slices.Clone(secrets), ghIdx, ghIdx+1)
 	}
 	sidecar := ""
 	if opts.SidecarPath != "" {
@@ -210,12 +242,12 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 			progress(StepCredentials, "warning: "+w)
 		}
 	}
-	if len(opts.Config.Secrets) > 0 || len(implicit) > 0 {
+	if len(secrets) > 0 || len(implicit) > 0 {
 		if plan.Egress.Mode != egress.ModeAllowlist {
 			return nil, &StepError{StepNetwork, &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrConflict,
-				Msg: fmt.Sprintf("the %d [[secrets]] entries need network.mode = \"allowlist\" (the egress proxy); the sandbox's mode is %q", len(opts.Config.Secrets), plan.Egress.Mode)}}
+				Msg: fmt.Sprintf("the %d [[secrets]] entries need network.mode = \"allowlist\" (the egress proxy); the sandbox's mode is %q", len(secrets), plan.Egress.Mode)}}
 		}
-		if vlt, err = newVault(plan.Name, opts.Config.Secrets, opts.Environ, implicit...); err != nil {
+		if vlt, err = newVault(plan.Name, secrets, opts.Environ, gh, implicit...); err != nil {
 			return nil, &StepError{StepNetwork, err}
 		}
 		if codex != nil {
@@ -252,6 +284,11 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		sb.egress, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir, vlt)
 		if err != nil {
 			return nil, &StepError{StepNetwork, err}
+		}
+		if ght != nil && vlt != nil {
+			// The secrets file holds the token Prepare minted; from now on
+			// each refresh (runToken, below) rewrites it.
+			ght.attach(sb.egress.dirs.VaultPath(egressnet.SecretsFile))
 		}
 	}
 	sb.Plan = plan
@@ -426,7 +463,18 @@ func tokenOrigin(opts LaunchOptions) (gitcred.Origin, error) {
 	return gitcred.ParseOrigin(base)
 }
 
-func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name string, origin gitcred.Origin, logger *slog.Logger) error {
+// placeholderOf is gh's placeholder, or "" without one.
+func placeholderOf(gh *ghToken) string {
+	if gh == nil {
+		return ""
+	}
+	return gh.placeholder
+}
+
+// prepareToken makes the sandbox's token daemon and mints the first token.
+// With vault set (a github-app secret), tokens go to the vault and the
+// token file holds placeholder.
+func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name string, origin gitcred.Origin, vault *vaultToken, placeholder string, logger *slog.Logger) error {
 	if opts.RuntimeDir == "" {
 		return &errdefs.ConfigError{Key: "XDG_RUNTIME_DIR", Reason: errdefs.ErrMissingRequired,
 			Msg: "GitHub tokens live under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to a private directory"}
@@ -445,6 +493,8 @@ func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name st
 		RefreshBuffer: opts.Config.GitHub.TokenRefreshBuffer,
 		Logger:        logger,
 		Alive:         func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, name) },
+		Vault:         tokenVaultOf(vault),
+		Placeholder:   placeholder,
 	})
 	if err != nil {
 		return err
@@ -452,6 +502,15 @@ func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name st
 	sb.token = d
 	_, err = d.Prepare(ctx)
 	return err
+}
+
+// tokenVaultOf is v as a tokendaemon.TokenVault, nil (not a typed nil)
+// without one.
+func tokenVaultOf(v *vaultToken) tokendaemon.TokenVault {
+	if v == nil {
+		return nil
+	}
+	return v
 }
 
 // runToken keeps the token fresh in the background until Close.

@@ -205,7 +205,7 @@ func prepareTokenDir(ctx context.Context, conn *engine.Conn, c Container, opts S
 		dir, err := tokendaemon.EnsureDir(opts.RuntimeDir, c.Name)
 		return dir, false, err
 	}
-	target, err := tokenTarget(c.Name, c.Labels)
+	target, err := tokenTarget(c.Name, c.Labels, opts.RuntimeDir)
 	if err != nil {
 		return "", false, err
 	}
@@ -216,6 +216,8 @@ func prepareTokenDir(ctx context.Context, conn *engine.Conn, c Container, opts S
 		Source:       opts.TokenSource,
 		Repositories: target.Repositories,
 		GitOrigin:    target.GitOrigin,
+		Vault:        target.Vault,
+		Placeholder:  target.Placeholder,
 		Logger:       opts.Logger,
 		Alive:        func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, id) },
 	})

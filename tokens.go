@@ -8,6 +8,7 @@ import (
 
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/creds"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/gitcred"
@@ -116,7 +117,7 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 		m, err := tokendaemon.NewManager(tokendaemon.ManagerOptions{
 			Daemon: daemon,
 			List: func(ctx context.Context) ([]tokendaemon.Target, error) {
-				return tokenContainers(ctx, conn, logger, warned)
+				return tokenContainers(ctx, conn, opts.RuntimeDir, logger, warned)
 			},
 			Alive:        func(ctx context.Context, name string) (bool, error) { return containerRunning(ctx, conn, name) },
 			ListInterval: opts.ListInterval,
@@ -137,13 +138,14 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 			Msg:  "the container was created without a GitHub token mount (no " + launchplan.LabelGitHubToken + "=true label), so it cannot see a token file",
 			Hint: "launch it with a github_clone workspace and a GitHub App configured"}
 	}
-	target, err := tokenTarget(c.Name, c.Labels)
+	target, err := tokenTarget(c.Name, c.Labels, opts.RuntimeDir)
 	if err != nil {
 		return err
 	}
 	// Launch names the token directory after the container name.
 	daemon.ContainerID = c.Name
 	daemon.Repositories, daemon.GitOrigin = target.Repositories, target.GitOrigin
+	daemon.Vault, daemon.Placeholder = target.Vault, target.Placeholder
 	id := c.ID
 	daemon.Alive = func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, id) }
 	d, err := tokendaemon.New(daemon)
@@ -161,7 +163,7 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 // that were launched with a token mount, with the repository and origin
 // their labels name. A container without them is logged and skipped: its
 // tokens would have the installation's full grant.
-func tokenContainers(ctx context.Context, conn *engine.Conn, logger *slog.Logger, warned map[string]bool) ([]tokendaemon.Target, error) {
+func tokenContainers(ctx context.Context, conn *engine.Conn, runtimeDir string, logger *slog.Logger, warned map[string]bool) ([]tokendaemon.Target, error) {
 	rows, err := List(ctx, conn, ListOptions{Labels: map[string]string{launchplan.LabelGitHubToken: "true"}})
 	if err != nil {
 		return nil, err
@@ -171,7 +173,7 @@ func tokenContainers(ctx context.Context, conn *engine.Conn, logger *slog.Logger
 		if r.Name == "" {
 			continue
 		}
-		t, err := tokenTarget(r.Name, r.Labels)
+		t, err := tokenTarget(r.Name, r.Labels, runtimeDir)
 		if err != nil {
 			if !warned[r.Name] {
 				warned[r.Name] = true
@@ -186,8 +188,12 @@ func tokenContainers(ctx context.Context, conn *engine.Conn, logger *slog.Logger
 
 // tokenTarget reads what a container's tokens are for from the labels
 // Launch set: the repository (owner/name) they are limited to and the
-// origin git may send them to. Without both, no token is minted.
-func tokenTarget(name string, labels map[string]string) (tokendaemon.Target, error) {
+// origin git may send them to. Without both, no token is minted. A
+// container labelled LabelGitHubVault keeps its token in the credential
+// vault: the target's Vault rewrites the proxy's secrets file under
+// runtimeDir, and its Placeholder is the one that file holds (the one the
+// sandbox knows).
+func tokenTarget(name string, labels map[string]string, runtimeDir string) (tokendaemon.Target, error) {
 	refuse := func(msg string) error {
 		return &errdefs.ContainerError{Op: "token daemon", Container: name, Reason: errdefs.ErrRefused, Msg: msg,
 			Hint: "launch it again with this podbot version, which labels the repository and clone origin"}
@@ -202,7 +208,22 @@ func tokenTarget(name string, labels map[string]string) (tokendaemon.Target, err
 		return tokendaemon.Target{}, refuse("the container names no clone origin (label " + launchplan.LabelGitHubOrigin +
 			"), so git in it could not tell where the token may go")
 	}
-	return tokendaemon.Target{ID: name, Repositories: []string{repo.Name}, GitOrigin: origin}, nil
+	t := tokendaemon.Target{ID: name, Repositories: []string{repo.Name}, GitOrigin: origin}
+	if secret, ok := labels[LabelGitHubVault]; ok {
+		dirs, err := egressnet.DirsFor(runtimeDir, name)
+		if err != nil {
+			return tokendaemon.Target{}, err
+		}
+		path := dirs.VaultPath(egressnet.SecretsFile)
+		ph, err := secretPlaceholder(path, secret)
+		if err != nil {
+			return tokendaemon.Target{}, &errdefs.ContainerError{Op: "token daemon", Container: name, Reason: errdefs.ErrRefused,
+				Msg:  "the container keeps its GitHub token in the credential vault (label " + LabelGitHubVault + "), and its proxy's secrets file cannot be read: " + err.Error(),
+				Hint: "remove the sandbox and launch it again"}
+		}
+		t.Vault, t.Placeholder = &vaultToken{name: secret, path: path}, ph
+	}
+	return t, nil
 }
 
 // containerRunning reports whether the container is running, as the

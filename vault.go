@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/podbot/podbot/config"
@@ -20,6 +23,7 @@ import (
 	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/launchplan"
 )
 
@@ -69,17 +73,164 @@ type VaultIndexEntry struct {
 	Env string `json:"env,omitempty"`
 }
 
-// checkSecretSources refuses the [[secrets]] sources this podbot cannot
-// apply to a sandbox yet (github-app).
-func checkSecretSources(secrets []config.Secret) error {
+// LabelGitHubVault, on a sandbox whose installation token is in the
+// credential vault, names the github-app secret; podbot token-daemon then
+// refreshes the proxy's secrets file, and the token file holds the
+// secret's placeholder.
+const LabelGitHubVault = "podbot.github_vault"
+
+// GitHubTokenUser is the user name git in a sandbox sends with the
+// installation token (podbot's askpass answers it); a github-app secret's
+// basic_auth_user must be this.
+const GitHubTokenUser = config.GitHubTokenUser
+
+// githubSecret returns the index of the [[secrets]] entry whose source is
+// github-app, or -1. More than one is refused, naming the second.
+func githubSecret(secrets []config.Secret) (int, error) {
+	found := -1
 	for i, s := range secrets {
-		if s.Source == config.SecretSourceGitHubApp {
-			return &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].source", config.SecretsKey, i), Reason: errdefs.ErrUnsupported,
-				Msg: fmt.Sprintf("source %q (the GitHub installation token in the vault) is not applied to sandboxes by this podbot yet; "+
-					"remove this [[secrets]] entry: the token reaches git in the sandbox through podbot's askpass helper as before", s.Source)}
+		if s.Source != config.SecretSourceGitHubApp {
+			continue
+		}
+		if found >= 0 {
+			return -1, &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].source", config.SecretsKey, i), Reason: errdefs.ErrConflict,
+				Msg: fmt.Sprintf("secret %q is the second github-app secret (%s[%d] is the first); one sandbox has one installation token", s.Name, config.SecretsKey, found)}
+		}
+		found = i
+	}
+	return found, nil
+}
+
+// checkGitHubSecret checks that the github-app secret secrets[i] can carry
+// the installation token to origin: git answers with basic
+// authentication as GitHubTokenUser, and the secret's hosts must cover
+// the clone origin's host and port, or the proxy would send git's
+// placeholder there unreplaced.
+func checkGitHubSecret(i int, s config.Secret, origin gitcred.Origin) error {
+	key := func(field string) string { return fmt.Sprintf("%s[%d].%s", config.SecretsKey, i, field) }
+	if s.BasicAuthUser != GitHubTokenUser {
+		return &errdefs.ConfigError{Key: key("basic_auth_user"), Reason: errdefs.ErrInvalidValue,
+			Msg: fmt.Sprintf("secret %q (source github-app) is the password git sends as %q; set basic_auth_user = %q (and no header)", s.Name, GitHubTokenUser, GitHubTokenUser)}
+	}
+	host, port, err := egress.SplitHostPort(net.JoinHostPort(strings.Trim(origin.Host, "[]"), originPort(origin)), 0)
+	if err != nil {
+		return &errdefs.ConfigError{Key: "github.clone_base_url", Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+	}
+	for _, h := range s.Hosts {
+		r, err := egress.ParseRule(h)
+		if err != nil {
+			return &errdefs.ConfigError{Key: key("hosts"), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+		}
+		if r.Matches(host, port) {
+			return nil
 		}
 	}
+	return &errdefs.ConfigError{Key: key("hosts"), Reason: errdefs.ErrInvalidValue,
+		Msg: fmt.Sprintf("secret %q (source github-app) does not name the clone origin %s (github.clone_base_url); add %q to its hosts", s.Name, origin, net.JoinHostPort(strings.Trim(origin.Host, "[]"), strconv.Itoa(port)))}
+}
+
+// originPort is origin's port, with the scheme's default when it names
+// none.
+func originPort(o gitcred.Origin) string {
+	switch {
+	case o.Port != "":
+		return o.Port
+	case o.Scheme == "http":
+		return "80"
+	}
+	return "443"
+}
+
+// vaultToken is the credential vault's end of the GitHub token: the token
+// daemon hands it each installation token it mints. Until the proxy's
+// vault directory exists it only keeps the value (the launch writes it
+// with the other secrets); from then on it rewrites the proxy's secrets
+// file, which the proxy reloads.
+type vaultToken struct {
+	mu    sync.Mutex
+	name  string // the github-app secret's name
+	path  string // the proxy's secrets file; "" until it is written
+	value string
+}
+
+// SetToken puts value in the vault (tokendaemon.TokenVault).
+func (t *vaultToken) SetToken(_ context.Context, value string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.path != "" {
+		if err := setSecretValue(t.path, t.name, value); err != nil {
+			return err
+		}
+	}
+	t.value = value
 	return nil
+}
+
+// current is the last value the vault was given.
+func (t *vaultToken) current() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.value
+}
+
+// attach makes later tokens rewrite the secrets file at path.
+func (t *vaultToken) attach(path string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.path = path
+}
+
+// setSecretValue replaces the value of the secret called name in the
+// proxy's secrets file at path, atomically, keeping every other secret
+// and the file's owner (the proxy's user when this process is root).
+func setSecretValue(path, name, value string) error {
+	ss, err := egress.ReadSecretsFile(path)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(ss, func(s egress.Secret) bool { return s.Name == name })
+	if i < 0 {
+		return &errdefs.FilesystemError{Op: "update egress secrets", Path: path, Reason: errdefs.ErrNotFound,
+			Msg: fmt.Sprintf("the secrets file holds no secret %q", name)}
+	}
+	ss[i].Value = value
+	if err := egress.WriteSecretsFile(path, ss); err != nil {
+		return err
+	}
+	return chownToProxy(path)
+}
+
+// secretPlaceholder reads the placeholder of the secret called name from
+// the proxy's secrets file at path.
+func secretPlaceholder(path, name string) (string, error) {
+	ss, err := egress.ReadSecretsFile(path)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range ss {
+		if s.Name == name {
+			return s.Placeholder, nil
+		}
+	}
+	return "", &errdefs.FilesystemError{Op: "read egress secrets", Path: path, Reason: errdefs.ErrNotFound,
+		Msg: fmt.Sprintf("the secrets file holds no secret %q", name)}
+}
+
+// chownToProxy gives a vault file to the proxy's user when this process is
+// root; otherwise the file stays this user's (rootless engines map it).
+func chownToProxy(p string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if err := os.Chown(p, egressnet.ProxyUser, egressnet.ProxyUser); err != nil {
+		return &errdefs.FilesystemError{Op: "chown", Path: p, Msg: "cannot give the vault file to the proxy's user", Err: err}
+	}
+	return nil
+}
+
+// ghToken is the installation token's place in a new vault.
+type ghToken struct {
+	placeholder, value string
 }
 
 // resolveSecretValue reads the real value of secrets[i] from its source:
@@ -137,14 +288,17 @@ func resolveSecretValue(i int, s config.Secret, environ []string) (string, error
 	return "", bad(errdefs.ErrUnsupported, fmt.Sprintf("secret %q: source %q is not one this podbot applies (env:VAR, file:PATH)", s.Name, s.Source), nil)
 }
 
-// implicitSecret is a vault secret podbot adds on its own (the API key of
-// an uploaded ~/.codex/auth.json): its value is known and key names the
-// config key that controls it, for errors. A [[secrets]] entry's key is
-// its table ("secrets[0]") and errors name the field below it.
+// implicitSecret is one secret of the vault with its value: a [[secrets]]
+// entry's (key "secrets[i]", errors naming a field below it), or one podbot
+// adds on its own (the API key of an uploaded ~/.codex/auth.json, key the
+// config key that controls it). placeholder is set when the secret's
+// placeholder is fixed already (the GitHub token's, which the token
+// directory holds); empty means a fresh one.
 type implicitSecret struct {
-	key    string
-	secret config.Secret
-	value  string
+	key         string
+	secret      config.Secret
+	value       string
+	placeholder string
 	// exact makes errors name key itself rather than a field below it.
 	exact bool
 }
@@ -157,28 +311,36 @@ func (is implicitSecret) keyOf(field string) string {
 	return is.key + "." + field
 }
 
-// newVault resolves every [[secrets]] entry, adds the implicit secrets,
-// gives each a fresh placeholder and makes the sandbox CA (named after
-// sandbox, constrained to the secrets' hosts). Errors name the key and
-// never hold a value.
-func newVault(sandbox string, secrets []config.Secret, environ []string, implicit ...implicitSecret) (*vault, error) {
-	if err := checkSecretSources(secrets); err != nil {
-		return nil, err
-	}
+// newVault resolves every [[secrets]] entry (a github-app one takes gh's
+// token and placeholder), adds the implicit secrets, gives each without a
+// placeholder a fresh one and makes the sandbox CA (named after sandbox,
+// constrained to the secrets' hosts). Errors name the key and never hold a
+// value.
+func newVault(sandbox string, secrets []config.Secret, environ []string, gh *ghToken, implicit ...implicitSecret) (*vault, error) {
 	all := make([]implicitSecret, 0, len(secrets)+len(implicit))
 	for i, s := range secrets {
-		val, err := resolveSecretValue(i, s, environ)
-		if err != nil {
-			return nil, err
+		is := implicitSecret{key: fmt.Sprintf("%s[%d]", config.SecretsKey, i), secret: s}
+		if s.Source == config.SecretSourceGitHubApp {
+			if gh == nil {
+				return nil, &errdefs.ConfigError{Key: is.keyOf("source"), Reason: errdefs.ErrMissingRequired,
+					Msg: fmt.Sprintf("secret %q: no installation token was minted for this sandbox (it needs a GitHub App and a github_clone workspace)", s.Name)}
+			}
+			is.value, is.placeholder = gh.value, gh.placeholder
+		} else {
+			val, err := resolveSecretValue(i, s, environ)
+			if err != nil {
+				return nil, err
+			}
+			is.value = val
 		}
-		all = append(all, implicitSecret{key: fmt.Sprintf("%s[%d]", config.SecretsKey, i), secret: s, value: val})
+		all = append(all, is)
 	}
 	all = append(all, implicit...)
 	v := &vault{envs: map[string]string{}}
 	var hosts []egress.Rule
 	for _, is := range all {
 		s := is.secret
-		es := egress.Secret{Name: s.Name, Header: s.Header, BasicAuthUser: s.BasicAuthUser, Value: is.value}
+		es := egress.Secret{Name: s.Name, Header: s.Header, BasicAuthUser: s.BasicAuthUser, Value: is.value, Placeholder: is.placeholder}
 		for _, h := range s.Hosts {
 			r, err := egress.ParseRule(h)
 			if err != nil {
@@ -187,9 +349,11 @@ func newVault(sandbox string, secrets []config.Secret, environ []string, implici
 			es.Hosts = append(es.Hosts, r)
 			hosts = append(hosts, r)
 		}
-		var err error
-		if es.Placeholder, err = egress.NewPlaceholder(s.Name); err != nil {
-			return nil, &errdefs.ConfigError{Key: is.keyOf("name"), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+		if es.Placeholder == "" {
+			var err error
+			if es.Placeholder, err = egress.NewPlaceholder(s.Name); err != nil {
+				return nil, &errdefs.ConfigError{Key: is.keyOf("name"), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+			}
 		}
 		if err := egress.ValidateSecret(es); err != nil {
 			var se *egress.SecretError
@@ -324,12 +488,9 @@ func writeVault(d egressnet.Dirs, v *vault) error {
 			return &errdefs.FilesystemError{Op: "chmod", Path: p, Msg: "cannot write the sandbox CA", Err: err}
 		}
 	}
-	if os.Geteuid() == 0 {
-		for _, name := range []string{egressnet.SecretsFile, egressnet.CACertFile, egressnet.CAKeyFile} {
-			p := d.VaultPath(name)
-			if err := os.Chown(p, egressnet.ProxyUser, egressnet.ProxyUser); err != nil {
-				return &errdefs.FilesystemError{Op: "chown", Path: p, Msg: "cannot give the vault file to the proxy's user", Err: err}
-			}
+	for _, name := range []string{egressnet.SecretsFile, egressnet.CACertFile, egressnet.CAKeyFile} {
+		if err := chownToProxy(d.VaultPath(name)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -67,7 +67,7 @@ func TestCodexVaultKeepsKeyOutOfUpload(t *testing.T) {
 	if s.Name != CodexSecretName || s.Header != "Authorization: Bearer {}" || !slices.Equal(s.Hosts, []string{"api.openai.com", "gw.example.com:8443"}) || s.Env != "" {
 		t.Fatalf("implicit secret: %+v", s)
 	}
-	v, err := newVault("sb", nil, nil, cv.secret)
+	v, err := newVault("sb", nil, nil, nil, cv.secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,13 +88,22 @@ func TestResolveSecretValueFile(t *testing.T) {
 	wantSourceErr(t, err, "secrets[0].source", errdefs.ErrInvalidValue)
 }
 
-func TestNewVaultRefusesGitHubApp(t *testing.T) {
-	s := vaultSecret()
-	s.Source = "github-app"
-	_, err := newVault("sb", []config.Secret{vaultSecret(), s}, []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue})
-	wantSourceErr(t, err, "secrets[1].source", errdefs.ErrUnsupported)
+func TestNewVaultGitHubApp(t *testing.T) {
+	s := config.Secret{Name: "github", Source: "github-app", Hosts: []string{"github.com"}, BasicAuthUser: GitHubTokenUser}
+	// Without a minted token the github-app secret has no value.
+	_, err := newVault("sb", []config.Secret{vaultSecret(), s}, []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue}, nil)
+	wantSourceErr(t, err, "secrets[1].source", errdefs.ErrMissingRequired)
+	const ph = "podbot-secret-github-ABCDEFGHIJKLMNOPQRSTUVWX"
+	v, err := newVault("sb", []config.Secret{vaultSecret(), s}, []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue},
+		&ghToken{placeholder: ph, value: "ghs_real"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := v.secrets[1]; g.Placeholder != ph || g.Value != "ghs_real" || g.BasicAuthUser != GitHubTokenUser {
+		t.Fatalf("github secret %#v placeholder %q", g, g.Placeholder)
+	}
 	// A value the proxy could not put in a header is refused by key.
-	_, err = newVault("sb", []config.Secret{vaultSecret()}, []string{"PODBOT_TEST_VAULT_SRC=a\x01b"})
+	_, err = newVault("sb", []config.Secret{vaultSecret()}, []string{"PODBOT_TEST_VAULT_SRC=a\x01b"}, nil)
 	wantSourceErr(t, err, "secrets[0].source", errdefs.ErrInvalidValue)
 }
 
@@ -120,7 +129,7 @@ func TestApplyVaultKeepsValueOutOfThePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyEgressMode(&plan)
-	v, err := newVault(plan.Name, cfg.Secrets, environ)
+	v, err := newVault(plan.Name, cfg.Secrets, environ, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +231,7 @@ func TestApplyVaultKeepsValueOutOfThePlan(t *testing.T) {
 }
 
 func TestApplyVaultRefusesReadOnlyRootfs(t *testing.T) {
-	v, err := newVault("sb", []config.Secret{vaultSecret()}, []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue})
+	v, err := newVault("sb", []config.Secret{vaultSecret()}, []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,9 @@ const (
 	SecretSourceFile = "file:"
 	// SecretSourceGitHubApp is the GitHub App installation token.
 	SecretSourceGitHubApp = "github-app"
+	// GitHubTokenUser is the basic-auth user git sends the installation
+	// token with; a github-app secret's basic_auth_user must be it.
+	GitHubTokenUser = "x-access-token"
 )
 
 // Secret is one [[secrets]] entry: a credential that the sandbox only
@@ -169,6 +172,9 @@ func (c Config) validateSecrets(v *validator) {
 		case src == SecretSourceGitHubApp:
 			if !c.GitHub.Configured() {
 				v.add(secretKey(i, "source"), errdefs.ErrConflict, "%q %s needs a GitHub App (github.app_id, github.installation_id, github.private_key_path)", src, nth)
+			} else if s.BasicAuthUser != GitHubTokenUser {
+				v.add(secretKey(i, "basic_auth_user"), errdefs.ErrInvalidValue,
+					"%q %s is the password git sends as %q; set basic_auth_user = %q and no header", src, nth, GitHubTokenUser, GitHubTokenUser)
 			}
 		default:
 			v.add(secretKey(i, "source"), errdefs.ErrInvalidValue, "unknown source %q %s; expected env:VAR, file:/absolute/path or github-app", src, nth)

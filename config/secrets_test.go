@@ -75,6 +75,8 @@ header = "x-api-key: {}"`), "secrets[1].hosts", errdefs.ErrMissingRequired},
 		{"unknown source", entry(strings.Replace(good, `env:A`, `vault:A`, 1)), "secrets[0].source", errdefs.ErrInvalidValue},
 		{"relative file", entry(strings.Replace(good, `env:A`, `file:key.txt`, 1)), "secrets[0].source", errdefs.ErrInvalidValue},
 		{"github-app without app", entry(strings.Replace(good, `env:A`, `github-app`, 1)), "secrets[0].source", errdefs.ErrConflict},
+		{"github-app as a header", "[github]\napp_id = 1\ninstallation_id = 2\nprivate_key_path = \"/k.pem\"\n" +
+			entry(strings.Replace(good, `env:A`, `github-app`, 1)), "secrets[0].basic_auth_user", errdefs.ErrInvalidValue},
 		{"no source", entry(strings.Replace(good, `source = "env:A"`, ``, 1)), "secrets[0].source", errdefs.ErrMissingRequired},
 		{"template without {}", entry(strings.Replace(good, `Bearer {}`, `Bearer`, 1)), "secrets[0].header", errdefs.ErrInvalidValue},
 		{"template two {}", entry(strings.Replace(good, `Bearer {}`, `{} {}`, 1)), "secrets[0].header", errdefs.ErrInvalidValue},

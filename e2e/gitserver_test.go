@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -14,8 +15,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/network"
+
+	"github.com/podbot/podbot/egress"
 )
 
 // gitHTTPBackend is git's smart HTTP server program (Debian's git package).
@@ -34,53 +38,93 @@ type gitServer struct {
 	root  string
 	valid func(token string) bool
 
+	backend *cgi.Handler
+
 	mu       sync.Mutex
 	accepted map[string]int // token -> requests served
 	rejected int
+	byHost   map[string][]string // Host header -> passwords sent, in order
 }
 
 // startGitServer serves the bare repositories under root for engine e.
 func startGitServer(t *testing.T, ctx context.Context, e engineUnderTest, root string, valid func(string) bool) *gitServer {
 	t.Helper()
-	if _, err := os.Stat(gitHTTPBackend); err != nil {
-		t.Fatalf("git http-backend missing (%v): install the git package", err)
-	}
 	gw := bridgeGateway(t, ctx, e)
 	l, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	s := &gitServer{
-		BaseURL:  "http://" + net.JoinHostPort(gw, port) + "/",
-		HostURL:  "http://" + net.JoinHostPort("127.0.0.1", port) + "/",
-		root:     root,
-		valid:    valid,
-		accepted: map[string]int{},
-	}
-	backend := &cgi.Handler{
-		Path: gitHTTPBackend,
-		Root: "/",
-		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, pass, ok := r.BasicAuth()
-		if !ok || user != "x-access-token" || !s.valid(pass) {
-			s.mu.Lock()
-			s.rejected++
-			s.mu.Unlock()
-			w.Header().Set("WWW-Authenticate", `Basic realm="podbot e2e git"`)
-			http.Error(w, "authentication required", http.StatusUnauthorized)
-			return
-		}
-		s.mu.Lock()
-		s.accepted[pass]++
-		s.mu.Unlock()
-		backend.ServeHTTP(w, r)
-	})}
+	s := newGitServer(t, root, valid)
+	s.BaseURL = "http://" + net.JoinHostPort(gw, port) + "/"
+	s.HostURL = "http://" + net.JoinHostPort("127.0.0.1", port) + "/"
+	srv := &http.Server{Handler: s}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return s
+}
+
+// startGitServerTLS is startGitServer over HTTPS, with a certificate for
+// name issued by ca; BaseURL is https://name:port/ (the test pins name to
+// the bridge gateway with network.resolve) and HostURL is unset.
+func startGitServerTLS(t *testing.T, root, name string, ca *egress.CA, valid func(string) bool) (*gitServer, int) {
+	t.Helper()
+	l, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	s := newGitServer(t, root, valid)
+	s.BaseURL = "https://" + net.JoinHostPort(name, strconv.Itoa(port)) + "/"
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, TLSConfig: &tls.Config{
+		GetCertificate: func(h *tls.ClientHelloInfo) (*tls.Certificate, error) { return ca.Leaf(h.ServerName) }}}
+	go func() { _ = srv.ServeTLS(l, "", "") }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return s, port
+}
+
+// newGitServer is the server's handler state, without a listener.
+func newGitServer(t *testing.T, root string, valid func(string) bool) *gitServer {
+	t.Helper()
+	if _, err := os.Stat(gitHTTPBackend); err != nil {
+		t.Fatalf("git http-backend missing (%v): install the git package", err)
+	}
+	return &gitServer{root: root, valid: valid, accepted: map[string]int{}, byHost: map[string][]string{},
+		backend: &cgi.Handler{
+			Path: gitHTTPBackend,
+			Root: "/",
+			Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
+		}}
+}
+
+// ServeHTTP serves git's smart HTTP protocol to requests with Basic auth
+// user x-access-token and a valid token, and 401 to any other.
+func (s *gitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	user, pass, ok := r.BasicAuth()
+	s.mu.Lock()
+	if len(s.byHost[r.Host]) < 1000 {
+		s.byHost[r.Host] = append(s.byHost[r.Host], pass)
+	}
+	s.mu.Unlock()
+	if !ok || user != "x-access-token" || !s.valid(pass) {
+		s.mu.Lock()
+		s.rejected++
+		s.mu.Unlock()
+		w.Header().Set("WWW-Authenticate", `Basic realm="podbot e2e git"`)
+		http.Error(w, "authentication required", http.StatusUnauthorized)
+		return
+	}
+	s.mu.Lock()
+	s.accepted[pass]++
+	s.mu.Unlock()
+	s.backend.ServeHTTP(w, r)
+}
+
+// passwords returns the Basic auth passwords sent to host, in order.
+func (s *gitServer) passwords(host string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.byHost[host]...)
 }
 
 // servedWith reports how many requests the server served with token.

@@ -65,6 +65,22 @@ type Options struct {
 	// Logger receives progress and failures (never token values); nil
 	// discards them.
 	Logger *slog.Logger
+	// Vault, when set, puts the credential vault in charge of the token:
+	// every token minted goes to Vault (the egress proxy's secrets file)
+	// and never to disk in the token directory, whose token file holds
+	// Placeholder instead. git in the container answers with the
+	// placeholder, and the proxy swaps the real token in on the way out.
+	Vault TokenVault
+	// Placeholder is the vault's placeholder for the token; it is
+	// required with Vault and never changes.
+	Placeholder string
+}
+
+// TokenVault receives each installation token the daemon mints, in vault
+// mode. SetToken must replace the vault's value atomically; an error
+// keeps the old value, and the daemon retries as for a failed mint.
+type TokenVault interface {
+	SetToken(ctx context.Context, value string) error
 }
 
 // Daemon keeps one container's token file fresh.
@@ -83,6 +99,11 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if opts.Source == nil || opts.Alive == nil {
 		return nil, errors.New("tokendaemon: Options.Source and Options.Alive are required")
+	}
+	if opts.Vault != nil {
+		if err := checkTokenValue(opts.Placeholder); err != nil {
+			return nil, errors.New("tokendaemon: Options.Placeholder must be a token-like value with Options.Vault")
+		}
 	}
 	if len(opts.Repositories) == 0 {
 		return nil, &errdefs.ContainerError{Op: "token daemon", Container: opts.ContainerID, Reason: errdefs.ErrRefused,
@@ -223,7 +244,19 @@ func (d *Daemon) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := writeTokenFile(d.dir, tok.Value); err != nil {
+	if d.opts.Vault != nil {
+		if err := checkTokenValue(tok.Value); err != nil {
+			return err
+		}
+		if err := d.opts.Vault.SetToken(ctx, tok.Value); err != nil {
+			return err
+		}
+		// The placeholder goes in after the vault holds the real value,
+		// so git never sends a placeholder the proxy cannot swap yet.
+		if err := writeTokenFile(d.dir, d.opts.Placeholder); err != nil {
+			return err
+		}
+	} else if err := writeTokenFile(d.dir, tok.Value); err != nil {
 		return err
 	}
 	d.current, d.fetched = tok, fetched

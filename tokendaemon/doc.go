@@ -17,6 +17,14 @@
 // Inside the container the token is then ContainerTokenPath, which the git
 // askpass helper (AskpassScript) reads at every git prompt.
 //
+// In vault mode (Options.Vault) the real token never reaches the
+// directory: each token minted goes to the TokenVault (podbot's egress
+// proxy's secrets file), and ghapp_token holds the vault's placeholder,
+// which never changes. git in the container then answers with the
+// placeholder, and the proxy puts the real token in its place on the way
+// to the secret's hosts. The placeholder is written only after the vault
+// holds a value.
+//
 // The package knows containers only by id: callers say which containers
 // need tokens and whether one is still alive. Token values never appear in
 // logs, errors, argv or the environment.

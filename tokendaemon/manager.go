@@ -23,13 +23,17 @@ type Target struct {
 	// GitOrigin is where git in the container may send them
 	// (Options.GitOrigin).
 	GitOrigin gitcred.Origin
+	// Vault and Placeholder, when Vault is set, put the container's token
+	// in the credential vault (Options.Vault, Options.Placeholder).
+	Vault       TokenVault
+	Placeholder string
 }
 
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
 	// Daemon holds the settings shared by every container's daemon; its
-	// ContainerID, Alive, Repositories and GitOrigin fields are taken from
-	// each Target.
+	// ContainerID, Alive, Repositories, GitOrigin, Vault and Placeholder
+	// fields are taken from each Target.
 	Daemon Options
 	// List returns the containers that need tokens.
 	List func(ctx context.Context) ([]Target, error)
@@ -117,6 +121,7 @@ func (m *Manager) start(ctx context.Context, wg *sync.WaitGroup, target Target, 
 	opts.ContainerID = id
 	opts.Repositories = slices.Clone(target.Repositories)
 	opts.GitOrigin = target.GitOrigin
+	opts.Vault, opts.Placeholder = target.Vault, target.Placeholder
 	opts.Alive = func(ctx context.Context) (bool, error) { return m.opts.Alive(ctx, id) }
 	d, err := New(opts)
 	if err != nil {

@@ -16,13 +16,22 @@ const maxTokenLen = 4096
 
 // writeTokenFile replaces dir/ghapp_token with value atomically.
 func writeTokenFile(dir, value string) error {
+	if err := checkTokenValue(value); err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, TokenFileName, value)
+}
+
+// checkTokenValue refuses a token that is empty, too long or holds
+// whitespace or control characters.
+func checkTokenValue(value string) error {
 	if value == "" || len(value) > maxTokenLen || strings.ContainsFunc(value, func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}) {
 		return &errdefs.GitHubError{Op: "installation token", Reason: errdefs.ErrInvalidValue,
 			Msg: "GitHub returned a token that is empty, too long or holds whitespace; refusing to write it"}
 	}
-	return writeFileAtomic(dir, TokenFileName, value)
+	return nil
 }
 
 // writeOriginFile replaces dir/git_origin with the canonical origin and a
