@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
@@ -69,6 +71,11 @@ type CreateOptions struct {
 	// RuntimeDir is $XDG_RUNTIME_DIR, where an allowlist sandbox's egress
 	// policy and log live; empty uses the cache directory.
 	RuntimeDir string
+	// Environ is the host environment the env: sources of [[secrets]] read
+	// (the CLI passes its own); nothing else of it reaches the sandbox.
+	Environ []string
+	// Redactor, when set, learns the real values of the [[secrets]].
+	Redactor *creds.Redactor
 }
 
 // CreateResult describes a created, running sandbox.
@@ -143,12 +150,13 @@ func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, 
 	if err != nil {
 		return launchplan.Request{}, err
 	}
-	if len(cfg.Secrets) > 0 {
-		// The vault is applied by Launch (podbot run and host), which reads
-		// the host environment its env: sources need; refuse rather than
-		// create a sandbox the user believes holds placeholders.
-		return launchplan.Request{}, &errdefs.ConfigError{Key: config.SecretsKey, Reason: errdefs.ErrUnsupported,
-			Msg: "podbot create does not apply [[secrets]] (the credential vault) yet; use podbot run or podbot host, or remove the [[secrets]] entries"}
+	for i, s := range cfg.Secrets {
+		if s.Source == config.SecretSourceGitHubApp {
+			// create mints no installation token (it clones nothing): refuse
+			// rather than create a sandbox without the credential.
+			return launchplan.Request{}, &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].source", config.SecretsKey, i), Reason: errdefs.ErrUnsupported,
+				Msg: fmt.Sprintf("secret %q: podbot create mints no GitHub installation token (source = \"github-app\" needs podbot run or podbot host with a github_clone workspace); remove the entry or use an env: or file: source", s.Name)}
+		}
 	}
 	sb := SandboxFromConfig(cfg.Sandbox)
 	if opts.ReadOnlyRootfs != nil {
@@ -230,12 +238,16 @@ func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (res Cre
 		}
 	}
 	applyEgressMode(&plan)
+	vlt, err := createVault(&plan, opts)
+	if err != nil {
+		return CreateResult{}, &StepError{StepNetwork, err}
+	}
 	if plan.Egress.Mode == egress.ModeAllowlist {
 		if err := conn.EnsureImage(ctx, plan.Image, nil); err != nil {
 			return CreateResult{}, err
 		}
 		var es *egressSetup
-		es, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir, nil)
+		es, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir, vlt)
 		if err != nil {
 			return CreateResult{}, &StepError{StepNetwork, err}
 		}
@@ -254,6 +266,14 @@ func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (res Cre
 			if err == nil {
 				if lerr := lockNetwork(ctx, conn, res.ID, plan.Image, sidecar, es.gateways); lerr != nil {
 					err = &StepError{StepNetwork, lerr}
+					return
+				}
+				if vlt != nil {
+					// The CA files live in the container's filesystem, so
+					// they survive podbot stop and start.
+					if _, terr := installVaultTrust(ctx, conn, res.ID, vlt.ca.CertPEM()); terr != nil {
+						err = &StepError{StepNetwork, terr}
+					}
 				}
 			}
 		}()
@@ -282,6 +302,33 @@ func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (res Cre
 		return CreateResult{}, engine.Classify("create", conn.Endpoint().String(), plan.Name, err)
 	}
 	return CreateResult{ID: id, Name: plan.Name, Plan: plan}, nil
+}
+
+// createVault builds the credential vault of opts' [[secrets]] (nil for
+// none) and applies it to plan: the sandbox's variables hold placeholders,
+// the real values go to opts.Redactor and, through prepareEgress, to the
+// proxy's secrets file in the sandbox's egress directory, which outlives
+// podbot stop and start. A vault needs allowlist mode.
+func createVault(plan *launchplan.Plan, opts CreateOptions) (*vault, error) {
+	secrets := opts.Config.Secrets
+	if len(secrets) == 0 {
+		return nil, nil
+	}
+	if plan.Egress.Mode != egress.ModeAllowlist {
+		return nil, &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrConflict,
+			Msg: fmt.Sprintf("the %d [[secrets]] entries need network.mode = \"allowlist\" (the egress proxy); the sandbox's mode is %q", len(secrets), plan.Egress.Mode)}
+	}
+	v, err := newVault(plan.Name, secrets, opts.Environ, nil)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Redactor != nil {
+		opts.Redactor.Add(v.values()...)
+	}
+	if _, err := applyVault(plan, v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // privilegedHint makes a failed privileged start say plainly that the

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/errdefs"
@@ -253,15 +254,91 @@ func TestCABundle(t *testing.T) {
 	}
 }
 
-func TestCreateRefusesSecrets(t *testing.T) {
+func TestCreateRefusesGitHubAppSecret(t *testing.T) {
 	_, conn := newTokenEngine(t)
 	cfg := config.Default()
 	cfg.Image = "img"
 	cfg.Network.Mode = "allowlist"
-	cfg.Secrets = []config.Secret{vaultSecret()}
+	cfg.Secrets = []config.Secret{vaultSecret(), {Name: "gh", Source: config.SecretSourceGitHubApp, Hosts: []string{"github.com"}, BasicAuthUser: "x-access-token"}}
+	cfg.GitHub.AppID, cfg.GitHub.InstallationID, cfg.GitHub.PrivateKeyPath = 1, 2, "/nonexistent/key.pem"
 	_, err := CreateRequest(conn.Endpoint(), CreateOptions{Config: cfg})
 	var ce *errdefs.ConfigError
-	if !errors.As(err, &ce) || ce.Key != "secrets" || !errors.Is(err, errdefs.ErrUnsupported) {
+	if !errors.As(err, &ce) || ce.Key != "secrets[1].source" || !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// createPlan is the normalized plan Create makes for cfg.
+func createPlan(t *testing.T, cfg config.Config) launchplan.Plan {
+	t.Helper()
+	_, conn := newTokenEngine(t)
+	req, err := CreateRequest(conn.Endpoint(), CreateOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := launchplan.Normalize(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyEgressMode(&plan)
+	return plan
+}
+
+func TestCreateAppliesEnvAndFileSecrets(t *testing.T) {
+	const fileValue = "file-secret-VALUE-0123456789"
+	p := filepath.Join(t.TempDir(), "tok")
+	if err := os.WriteFile(p, []byte(fileValue+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Image = "img"
+	cfg.Network.Mode = "allowlist"
+	cfg.Secrets = []config.Secret{vaultSecret(),
+		{Name: "filetok", Source: "file:" + p, Hosts: []string{"files.example.com"}, Header: "Authorization: Bearer {}", Env: "FILE_TOKEN"}}
+	plan := createPlan(t, cfg)
+	red := creds.NewRedactor()
+	v, err := createVault(&plan, CreateOptions{Config: cfg, Environ: []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue}, Redactor: red})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.values(); !slices.Contains(got, vaultTestValue) || !slices.Contains(got, fileValue) {
+		t.Fatalf("the vault holds %d values, not the env: and file: ones", len(got))
+	}
+	if !slices.Contains(plan.Env, "VAULT_KEY="+v.placeholder("api")) || !slices.Contains(plan.Env, "FILE_TOKEN="+v.placeholder("filetok")) {
+		t.Errorf("the sandbox's variables do not hold the placeholders: %v", plan.Env)
+	}
+	for _, kv := range VaultTrustEnv() {
+		if !slices.Contains(plan.Env, kv) {
+			t.Errorf("missing trust variable %s", kv)
+		}
+	}
+	all, _ := json.Marshal(plan)
+	for _, val := range []string{vaultTestValue, fileValue} {
+		if strings.Contains(string(all), val) {
+			t.Fatalf("the plan holds a real value")
+		}
+		if red.Redact("x "+val+" y") == "x "+val+" y" {
+			t.Errorf("the redactor did not learn a value")
+		}
+	}
+	if plan.Labels[egressnet.LabelSecrets] == "" {
+		t.Error("no vault index label")
+	}
+}
+
+func TestCreateVaultErrors(t *testing.T) {
+	cfg := config.Default()
+	cfg.Image = "img"
+	cfg.Network.Mode = "allowlist"
+	cfg.Secrets = []config.Secret{vaultSecret()}
+	plan := createPlan(t, cfg)
+	_, err := createVault(&plan, CreateOptions{Config: cfg})
+	wantSourceErr(t, err, "secrets[0].source", errdefs.ErrMissingRequired)
+
+	plan.Egress.Mode = egress.ModeOpen
+	_, err = createVault(&plan, CreateOptions{Config: cfg, Environ: []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue}})
+	var ce *errdefs.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "network.mode" || !errors.Is(err, errdefs.ErrConflict) {
 		t.Fatalf("err = %v", err)
 	}
 }

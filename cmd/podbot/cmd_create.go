@@ -190,6 +190,7 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 	if err != nil {
 		return err
 	}
+	lib.Environ, lib.Redactor = f.environ, f.redactor
 	conn, err := f.engine(ctx)
 	if err != nil {
 		return err
