@@ -105,7 +105,8 @@ type DoctorOptions struct {
 
 // Doctor checks that podbot can work on this host: configuration, engine
 // endpoint and reachability, engine kind and versions, OCI runtime and
-// cgroups, rootless mode, default image, sidecar binary, the kernel
+// cgroups, rootless mode, default image, sidecar binary, the egress
+// network and a throwaway egress proxy (started and removed), the kernel
 // features nested containers need and, when one is configured, the GitHub
 // App (key, App, installation). It never returns an error: every problem
 // is a failed or warning check with a one-line fix.
@@ -138,7 +139,9 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 			"install podbot-sidecar next to podbot (make build), or set PODBOT_SIDECAR_PATH")
 	}
 	if conn != nil {
-		doctorEgress(ctx, conn, opts.SidecarPath, add)
+		if doctorEgress(ctx, conn, opts.SidecarPath, add) {
+			doctorProxy(ctx, conn, image, opts.SidecarPath, add)
+		}
 	}
 	doctorHost(opts.Host, r.Engine, add)
 	doctorNested(opts.Host, r.Engine, opts.Config, add)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/podbot/podbot"
@@ -33,6 +34,38 @@ func TestDoctorReportsEngineKind(t *testing.T) {
 		}
 		if report.Failed() || res.Code != 0 {
 			t.Errorf("doctor failed (exit %d): %+v", res.Code, report.Checks)
+		}
+		// The egress proxy check started a real proxy and left nothing.
+		var proxy *podbot.Check
+		for i, c := range report.Checks {
+			if c.Name == podbot.ProxyCheckName {
+				proxy = &report.Checks[i]
+			}
+		}
+		if proxy == nil || proxy.Status != podbot.CheckOK {
+			t.Errorf("doctor's egress proxy check: %+v", proxy)
+		} else {
+			t.Logf("%s: %s", e.Name, proxy.Detail)
+		}
+		left, err := e.API.ContainerList(ctx, container.ListOptions{All: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range left {
+			for _, n := range c.Names {
+				if strings.Contains(n, "podbot-doctor-") {
+					t.Errorf("doctor left container %s", n)
+				}
+			}
+		}
+		nets, err := e.API.NetworkList(ctx, network.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nets {
+			if strings.Contains(n.Name, "podbot-doctor-") {
+				t.Errorf("doctor left network %s", n.Name)
+			}
 		}
 	})
 }
