@@ -77,6 +77,9 @@ func BenchmarkHostBridgeThroughput(b *testing.B) {
 			cfg := config.Default()
 			cfg.Image = sandboxImage
 			cfg.Creds.CopyClaude, cfg.Creds.CopyCodex = false, false
+			// cat needs no network; the allowlist default would need the
+			// sidecar's egress proxy, which is not what is measured here.
+			cfg.Network.Mode = config.NetworkNone
 			cfg.Agent = config.Agent{Kind: config.KindCustom, Mode: config.ModeACP, Command: "cat"}
 			sb, err := podbot.Launch(ctx, conn, podbot.LaunchOptions{Config: cfg, Intent: launchplan.IntentHosting,
 				Name: fmt.Sprintf("pbt-%s-%s-bench-host", suite.runID, e.Name)})

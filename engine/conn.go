@@ -167,15 +167,18 @@ func checkUnixSocket(ep Endpoint, stat func(string) (fs.FileInfo, error), access
 // Ping checks the engine answers within timeout (DefaultPingTimeout, or
 // the WithPingTimeout value, when timeout is not positive). A timeout is
 // reported with the reason errdefs.ErrTimeout, an unreachable engine with
-// errdefs.ErrConnectionFailed; every error names the endpoint.
+// errdefs.ErrConnectionFailed; every error names the endpoint. A Ping that
+// answered also settles the API version from its answer, so the next call
+// does not ping again to negotiate it.
 func (c *Conn) Ping(ctx context.Context, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = c.opts.pingTimeout
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	_, err := c.api.Ping(pctx)
+	ping, err := c.api.Ping(pctx)
 	if err == nil {
+		c.api.NegotiateAPIVersionPing(ping)
 		return nil
 	}
 	if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {

@@ -277,3 +277,22 @@ func TestTLSFromEnviron(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestPingNegotiatesVersion: a Ping that answered also settles the API
+// version, so the first call after it costs one round trip, not two.
+func TestPingNegotiatesVersion(t *testing.T) {
+	f := newFakeEngine(t)
+	c := f.connect()
+	if err := c.Ping(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.List(context.Background(), map[string]string{"podbot.managed": "true"}, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.callCount("GET /_ping"); n != 1 {
+		t.Errorf("Ping then List sent %d pings, want 1", n)
+	}
+	if got := c.API().ClientVersion(); got != "1.41" {
+		t.Errorf("negotiated API version %q, want the engine's 1.41", got)
+	}
+}

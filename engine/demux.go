@@ -13,11 +13,21 @@ import (
 // multiplexed stream; the rest of an overlong message is skipped.
 const maxSystemErrBytes = 4 << 10
 
+// demuxBuffer is the size of a DemuxReader's read buffer: one read from
+// the stream takes in several frames, headers and all, as stdcopy.StdCopy
+// does, instead of one read for each 8-byte header and more for its
+// payload.
+const demuxBuffer = 32 << 10
+
 // DemuxReader reads the stdout bytes of a multiplexed (non-TTY) attach
 // stream and writes its stderr frames to a writer as it meets them. It
 // does what stdcopy.StdCopy does, but pulled by the reader: no copying
 // goroutine and no pipe between the stream and whoever consumes stdout,
 // which saves a hand-off per message on request/response streams.
+//
+// It reads the stream through a bounded buffer (32 KiB) so that a read
+// brings in whole frames with their headers; a payload at least that large
+// is read straight into the caller's slice.
 //
 // Frames of the stdin stream are read as stdout, as StdCopy does; an
 // engine error frame (stream 3) ends the stream with its message. A
@@ -25,11 +35,12 @@ const maxSystemErrBytes = 4 << 10
 type DemuxReader struct {
 	r      io.Reader
 	stderr io.Writer
-	hdr    [8]byte
-	hdrN   int
+	buf    []byte // allocated on first read
+	bs, be int    // buffered, unread bytes are buf[bs:be]
 	stream stdcopy.StdType
-	left   int // payload bytes left in the current frame
-	err    error
+	left   int   // payload bytes left in the current frame
+	rerr   error // the stream's read error, once it has failed or ended
+	err    error // what Read returns once the buffer cannot go on
 }
 
 // NewDemuxReader returns a reader of the stdout bytes of r; stderr frames
@@ -47,81 +58,123 @@ func (d *DemuxReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if d.buf == nil {
+		d.buf = make([]byte, demuxBuffer)
+	}
 	for d.err == nil {
 		if d.left == 0 {
 			d.readHeader()
 			continue
 		}
-		switch d.stream {
-		case stdcopy.Stdin, stdcopy.Stdout:
-			n, err := d.r.Read(p[:min(len(p), d.left)])
-			d.left -= n
-			d.setErr(err)
-			if n > 0 {
-				return n, nil
-			}
-		case stdcopy.Stderr:
-			// p is free until stdout bytes arrive: use it for stderr.
-			n, err := d.r.Read(p[:min(len(p), d.left)])
-			d.left -= n
-			if n > 0 {
-				if _, werr := d.stderr.Write(p[:n]); werr != nil && err == nil {
-					err = fmt.Errorf("writing stderr: %w", werr)
-				}
-			}
-			d.setErr(err)
+		n := d.payload(p)
+		if n == 0 {
+			continue
+		}
+		if d.stream != stdcopy.Stderr {
+			return n, nil // stdout, or stdin read as stdout
+		}
+		// p is free until stdout bytes arrive: it carried stderr.
+		if _, werr := d.stderr.Write(p[:n]); werr != nil {
+			d.err = fmt.Errorf("writing stderr: %w", werr)
 		}
 	}
 	return 0, d.err
 }
 
-// readHeader reads (the rest of) a frame header.
-func (d *DemuxReader) readHeader() {
-	for d.hdrN < len(d.hdr) && d.err == nil {
-		n, err := d.r.Read(d.hdr[d.hdrN:])
-		d.hdrN += n
-		if err == io.EOF && d.hdrN == 0 {
-			d.err = io.EOF
-			return
+// buffered is how many unread bytes the buffer holds.
+func (d *DemuxReader) buffered() int { return d.be - d.bs }
+
+// payload moves up to len(p) bytes of the current frame into p: from the
+// buffer, or, with the buffer empty and a large frame, straight from the
+// stream. It returns 0 when it got nothing this time; d.err is set when
+// nothing more will come.
+func (d *DemuxReader) payload(p []byte) int {
+	want := min(len(p), d.left)
+	switch {
+	case d.buffered() > 0:
+		n := copy(p[:want], d.buf[d.bs:d.be])
+		d.bs += n
+		d.left -= n
+		return n
+	case d.rerr != nil:
+		d.end(true)
+		return 0
+	case want >= len(d.buf):
+		n, err := d.r.Read(p[:want])
+		d.left -= n
+		if err != nil {
+			d.rerr = err
 		}
-		d.setErr(err)
+		return n
 	}
-	if d.hdrN < len(d.hdr) {
+	d.fill()
+	return 0
+}
+
+// fill reads once from the stream into the buffer, after what it holds.
+func (d *DemuxReader) fill() {
+	if d.bs > 0 {
+		d.be = copy(d.buf, d.buf[d.bs:d.be])
+		d.bs = 0
+	}
+	n, err := d.r.Read(d.buf[d.be:])
+	d.be += n
+	if err != nil {
+		d.rerr = err
+	}
+}
+
+// end sets d.err from the stream's read error: an end of the stream inside
+// a frame (or inside a header) is unexpected.
+func (d *DemuxReader) end(inside bool) {
+	if d.rerr == io.EOF && inside {
+		d.err = io.ErrUnexpectedEOF
 		return
 	}
-	d.hdrN = 0
-	d.stream = stdcopy.StdType(d.hdr[0])
-	d.left = int(binary.BigEndian.Uint32(d.hdr[4:]))
+	d.err = d.rerr
+}
+
+// readHeader takes a frame header from the buffer, reading the stream as
+// needed; on failure it sets d.err.
+func (d *DemuxReader) readHeader() {
+	const hdrLen = 8
+	for d.buffered() < hdrLen {
+		if d.rerr != nil {
+			d.end(d.buffered() > 0)
+			return
+		}
+		d.fill()
+	}
+	hdr := d.buf[d.bs : d.bs+hdrLen]
+	d.bs += hdrLen
+	d.stream = stdcopy.StdType(hdr[0])
+	d.left = int(binary.BigEndian.Uint32(hdr[4:]))
 	switch {
 	case d.stream == stdcopy.Systemerr:
 		d.readSystemErr() // even an empty one ends the stream
 	case d.stream > stdcopy.Systemerr:
-		d.err = fmt.Errorf("unrecognized stream header %d in the engine's output", d.hdr[0])
+		d.err = fmt.Errorf("unrecognized stream header %d in the engine's output", hdr[0])
 	}
 }
 
-// readSystemErr reads an engine error frame and ends the stream with it.
+// readSystemErr reads an engine error frame and ends the stream with it;
+// only its first maxSystemErrBytes are kept.
 func (d *DemuxReader) readSystemErr() {
-	msg := make([]byte, min(d.left, maxSystemErrBytes))
-	n, err := io.ReadFull(d.r, msg)
-	d.left -= n
-	if err == nil && d.left > 0 {
-		_, err = io.CopyN(io.Discard, d.r, int64(d.left))
+	msg := make([]byte, 0, min(d.left, maxSystemErrBytes))
+	for d.left > 0 {
+		if d.buffered() == 0 {
+			if d.rerr != nil {
+				d.end(true)
+				return
+			}
+			d.fill()
+			continue
+		}
+		n := min(d.left, d.buffered())
+		keep := min(n, cap(msg)-len(msg))
+		msg = append(msg, d.buf[d.bs:d.bs+keep]...)
+		d.bs += n
+		d.left -= n
 	}
-	if err != nil {
-		d.setErr(err)
-		return
-	}
-	d.err = errors.New("error from the engine in the stream: " + string(msg[:n]))
-}
-
-// setErr records a read error; EOF inside a frame is unexpected.
-func (d *DemuxReader) setErr(err error) {
-	if err == nil || d.err != nil {
-		return
-	}
-	if err == io.EOF && (d.left > 0 || d.hdrN > 0) {
-		err = io.ErrUnexpectedEOF
-	}
-	d.err = err
+	d.err = errors.New("error from the engine in the stream: " + string(msg))
 }

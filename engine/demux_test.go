@@ -145,3 +145,34 @@ func claimsLargeFrame(data []byte) bool {
 	}
 	return false
 }
+
+// countingReader counts the reads made of it.
+type countingReader struct {
+	r     io.Reader
+	reads int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
+}
+
+// TestDemuxReaderReadsWholeFrames: small frames are taken in with their
+// headers in one read of the stream, not a read per header and per payload.
+func TestDemuxReaderReadsWholeFrames(t *testing.T) {
+	var stream bytes.Buffer
+	var want strings.Builder
+	for i := 0; i < 100; i++ {
+		line := strings.Repeat("x", 90) + "\n"
+		stream.Write(frame(1, line))
+		want.WriteString(line)
+	}
+	src := &countingReader{r: &stream}
+	got, err := io.ReadAll(NewDemuxReader(src, nil))
+	if err != nil || string(got) != want.String() {
+		t.Fatalf("read %d bytes, %v", len(got), err)
+	}
+	if src.reads > 3 {
+		t.Errorf("100 frames of %d bytes took %d reads of the stream, want at most 3", 8+91, src.reads)
+	}
+}

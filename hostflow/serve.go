@@ -47,6 +47,13 @@ type Options struct {
 	Redactor *creds.Redactor
 }
 
+// StreamExecer starts a protocol-mode exec whose streams the caller
+// drives. *engine.Conn satisfies it; Serve prefers it to Execer, since
+// the bridge then reads the engine's stream and writes to it directly.
+type StreamExecer interface {
+	ExecStream(ctx context.Context, containerID string, opts engine.StreamOptions) (*engine.ExecStream, error)
+}
+
 // errServerExited ends a write to the server's stdin after the server exited.
 var errServerExited = errors.New("the protocol server exited")
 
@@ -77,11 +84,6 @@ func Serve(ctx context.Context, ex Execer, opts Options) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// The client's frames wait in a bounded batching pipe so a burst reaches
-	// the engine in few writes; the server's output goes through a
-	// synchronous pipe that holds no bytes of its own.
-	in := newBatchPipe(stdinBuffer)
-	outR, outW := io.Pipe()
 	stderr := opts.Stderr
 	var lines *lineLogger
 	if stderr == nil {
@@ -93,6 +95,25 @@ func Serve(ctx context.Context, ex Execer, opts Options) (int, error) {
 		masked = creds.NewRedactingWriter(stderr, opts.Redactor)
 		stderr = masked
 	}
+	// flushStderr writes out what the stderr writers hold back, once the
+	// server's output has ended.
+	flushStderr := func() {
+		if masked != nil {
+			_ = masked.Close() // the held-back tail, masked
+		}
+		if lines != nil {
+			lines.flush()
+		}
+	}
+	if sx, ok := ex.(StreamExecer); ok {
+		return serveStream(ctx, sx, opts, stderr, flushStderr)
+	}
+
+	// The client's frames wait in a bounded batching pipe so a burst reaches
+	// the engine in few writes; the server's output goes through a
+	// synchronous pipe that holds no bytes of its own.
+	in := newBatchPipe(stdinBuffer)
+	outR, outW := io.Pipe()
 
 	type execResult struct {
 		code int
@@ -108,12 +129,7 @@ func Serve(ctx context.Context, ex Execer, opts Options) (int, error) {
 		// and returns; writes meant for the server fail from now on.
 		outW.Close()
 		in.CloseRead(errServerExited)
-		if masked != nil {
-			_ = masked.Close() // the held-back tail, masked
-		}
-		if lines != nil {
-			lines.flush()
-		}
+		flushStderr()
 		done <- execResult{code, err}
 	}()
 
@@ -131,6 +147,28 @@ func Serve(ctx context.Context, ex Execer, opts Options) (int, error) {
 		return 0, res.err
 	}
 	return res.code, nil
+}
+
+// serveStream is Serve over an exec whose streams the bridge drives
+// itself: the bridge reads the server's stdout as it is demultiplexed from
+// the engine's stream and writes the client's frames straight onto it, with
+// no copying goroutine, pipe or extra buffer in either direction.
+func serveStream(ctx context.Context, sx StreamExecer, opts Options, stderr io.Writer, flushStderr func()) (int, error) {
+	st, err := sx.ExecStream(ctx, opts.ContainerID, engine.StreamOptions{
+		Cmd: opts.Cmd, Env: opts.Env, WorkDir: opts.WorkDir, User: opts.User, Stderr: stderr,
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	if err := acp.Bridge(ctx, opts.Policy, opts.Stdin, st, st, opts.Stdout); err != nil {
+		// The server's output may still be being read (and its stderr
+		// written): close the stream and leave the held-back stderr alone.
+		return 0, err
+	}
+	// The server's output has ended: no more stderr arrives.
+	flushStderr()
+	return st.Wait(ctx)
 }
 
 // errBridgeStopped ends a write of server output after the bridge stopped.
