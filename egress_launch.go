@@ -58,7 +58,9 @@ func applyEgressMode(plan *launchplan.Plan) {
 // and at the proxy. On failure it removes what it made.
 //
 // With a vault (v non-nil) it also writes the vault's files into the
-// egress directory for the proxy alone and starts the proxy with them.
+// egress directory for the proxy alone and starts the proxy with them, and
+// mounts the (still empty) trust directory read-only at VaultTrustDir in
+// the sandbox.
 func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan, sidecar, runtimeDir string, v *vault) (es *egressSetup, err error) {
 	if err := checkLockable(*plan); err != nil {
 		return nil, err
@@ -89,6 +91,11 @@ func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan
 	}
 	if v != nil {
 		if err := writeVault(dirs, v); err != nil {
+			return es, err
+		}
+		// The sandbox's trust files live on the host, mounted read-only:
+		// installVaultTrust fills the directory once the sandbox exists.
+		if err := plan.Apply(launchplan.WithTrustMount(dirs.Trust, VaultTrustDir)); err != nil {
 			return es, err
 		}
 	}

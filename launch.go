@@ -231,7 +231,7 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 	}
 	applyEgressMode(&plan)
 	var vlt *vault
-	codex, err := prepareCodexVault(opts, plan.Egress.Mode, plan.Security.ReadOnlyRootfs)
+	codex, err := prepareCodexVault(opts, plan.Egress.Mode)
 	if err != nil {
 		return nil, &StepError{StepCredentials, err}
 	}
@@ -305,7 +305,7 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 		}
 	}
 	if vlt != nil {
-		system, err := installVaultTrust(ctx, conn, id, vlt.ca.CertPEM())
+		system, err := installVaultTrust(ctx, conn, id, sb.egress.dirs, vlt.ca.CertPEM())
 		if err != nil {
 			return nil, &StepError{StepNetwork, err}
 		}

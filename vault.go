@@ -1,7 +1,6 @@
 package podbot
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,12 +10,10 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/egress"
@@ -30,15 +27,16 @@ import (
 // In-sandbox paths of the vault's trust material. Only certificates go
 // there: the CA's key and the real values stay with the proxy.
 const (
-	// VaultTrustDir is the directory podbot writes the CA files into.
+	// VaultTrustDir is where the sandbox's trust directory (a host
+	// directory, egressnet.Dirs.Trust) is mounted read-only.
 	VaultTrustDir = "/etc/podbot"
 	// VaultCAPath is the sandbox CA's certificate (PEM), for
 	// NODE_EXTRA_CA_CERTS.
-	VaultCAPath = VaultTrustDir + "/egress-ca.pem"
+	VaultCAPath = VaultTrustDir + "/" + egressnet.TrustCAFile
 	// VaultBundlePath is the image's system bundle followed by the sandbox
 	// CA, for SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and
 	// GIT_SSL_CAINFO.
-	VaultBundlePath = VaultTrustDir + "/ca-bundle.pem"
+	VaultBundlePath = VaultTrustDir + "/" + egressnet.TrustBundleFile
 	// SystemCABundle is the image's bundle the sandbox bundle starts from.
 	SystemCABundle = "/etc/ssl/certs/ca-certificates.crt"
 )
@@ -424,14 +422,10 @@ func VaultTrustEnv() []string {
 // secret there), and agent variables that would carry a real value (a
 // secret's variable, or any variable whose value is a secret's) are
 // dropped from AgentEnv. It returns the names it dropped and labels the
-// plan with the vault's index. A read-only root filesystem, where the CA
-// files cannot be written, is refused.
+// plan with the vault's index. The CA files come from a host directory
+// mounted read-only (prepareEgress), so a read-only root filesystem is
+// fine.
 func applyVault(plan *launchplan.Plan, v *vault) ([]string, error) {
-	if plan.Security.ReadOnlyRootfs {
-		return nil, &errdefs.ConfigError{Key: "sandbox.read_only_rootfs", Reason: errdefs.ErrConflict,
-			Msg: "[[secrets]] need the sandbox CA in " + VaultTrustDir + ", which a read-only root filesystem cannot take; " +
-				"set sandbox.read_only_rootfs = false or remove the [[secrets]] entries"}
-	}
 	envs := map[string]bool{}
 	values := map[string]bool{}
 	for _, s := range v.secrets {
@@ -509,10 +503,12 @@ func caBundle(system, ca []byte) []byte {
 }
 
 // installVaultTrust writes the sandbox CA (certificate only) and the bundle
-// into the running sandbox's VaultTrustDir through the engine's copy API,
-// owned by root and world-readable. The image's system bundle is read the
-// same way, bounded; an image without one gets a bundle of the CA alone.
-func installVaultTrust(ctx context.Context, conn *engine.Conn, id string, caPEM []byte) (systemBundle bool, err error) {
+// into the sandbox's trust directory on the host (d.Trust, mounted
+// read-only at VaultTrustDir), each atomically, mode 0644. The image's
+// system bundle is read from the created sandbox through the engine's copy
+// API, bounded; an image without one gets a bundle of the CA alone. Nothing
+// is written into the container, so its root filesystem may be read-only.
+func installVaultTrust(ctx context.Context, conn *engine.Conn, id string, d egressnet.Dirs, caPEM []byte) (systemBundle bool, err error) {
 	system, err := conn.ReadFile(ctx, id, SystemCABundle, maxSystemBundleBytes)
 	if err != nil {
 		if !errors.Is(err, errdefs.ErrNotFound) {
@@ -520,27 +516,11 @@ func installVaultTrust(ctx context.Context, conn *engine.Conn, id string, caPEM 
 		}
 		system = nil
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	now := time.Now()
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: path.Base(VaultTrustDir) + "/", Mode: 0o755, ModTime: now}); err != nil {
+	if err := d.WriteTrust(egressnet.TrustCAFile, caPEM); err != nil {
 		return false, err
 	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{VaultCAPath, caPEM}, {VaultBundlePath, caBundle(system, caPEM)}} {
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: path.Base(VaultTrustDir) + "/" + path.Base(f.name), Mode: 0o644,
-			Size: int64(len(f.data)), ModTime: now}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return false, err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return false, err
-		}
-	}
-	if err := tw.Close(); err != nil {
+	if err := d.WriteTrust(egressnet.TrustBundleFile, caBundle(system, caPEM)); err != nil {
 		return false, err
 	}
-	return system != nil, conn.CopyTar(ctx, id, path.Dir(VaultTrustDir), &buf)
+	return system != nil, nil
 }

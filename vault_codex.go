@@ -43,11 +43,7 @@ type codexVault struct {
 // is a warning: the key then goes to api.openai.com only). An auth.json
 // that cannot be read or parsed is refused: uploaded unchanged it would put
 // the key it may hold into the sandbox.
-//
-// The vault needs the sandbox CA on a writable root filesystem: with
-// readOnlyRootfs the key is refused too, naming creds.vault_codex_key,
-// rather than uploaded.
-func prepareCodexVault(opts LaunchOptions, mode egress.Mode, readOnlyRootfs bool) (*codexVault, error) {
+func prepareCodexVault(opts LaunchOptions, mode egress.Mode) (*codexVault, error) {
 	c := opts.Config.Creds
 	if mode != egress.ModeAllowlist || !c.CopyCodex || !c.VaultCodexKey || opts.HostHome == "" {
 		return nil, nil
@@ -69,11 +65,6 @@ func prepareCodexVault(opts LaunchOptions, mode egress.Mode, readOnlyRootfs bool
 			return nil, &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].name", config.SecretsKey, i), Reason: errdefs.ErrConflict,
 				Msg: fmt.Sprintf("the name %q is podbot's for the API key of ~/.codex/auth.json (%s); rename this secret or set %s = false", CodexSecretName, codexVaultKey, codexVaultKey)}
 		}
-	}
-	if readOnlyRootfs {
-		return nil, &errdefs.ConfigError{Key: codexVaultKey, Reason: errdefs.ErrConflict,
-			Msg: "~/.codex/auth.json holds an API key the credential vault would keep out of the sandbox, but the vault's CA needs a writable root filesystem; " +
-				"set sandbox.read_only_rootfs = false, add \".codex/auth.json\" to creds.exclude, or set " + codexVaultKey + " = false (the real key then enters the sandbox)"}
 	}
 	cv := &codexVault{auth: auth}
 	hosts := []string{CodexAPIHost}

@@ -17,6 +17,7 @@ import (
 	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
 )
 
 const codexTestKey = "sk-proj-CODEXREAL-0123456789abcdef"
@@ -56,7 +57,7 @@ const codexAuth = `{"OPENAI_API_KEY":"` + codexTestKey + `","tokens":{"refresh_t
 func TestCodexVaultKeepsKeyOutOfUpload(t *testing.T) {
 	home := codexHome(t, codexAuth, `openai_base_url = "https://gw.example.com:8443/v1"`+"\n")
 	o := codexOpts(home)
-	cv, err := prepareCodexVault(o, egress.ModeAllowlist, false)
+	cv, err := prepareCodexVault(o, egress.ModeAllowlist)
 	if err != nil || cv == nil {
 		t.Fatalf("prepareCodexVault: %v, %v", cv, err)
 	}
@@ -144,7 +145,7 @@ func TestCodexVaultNotApplied(t *testing.T) {
 	} {
 		o := codexOpts(home)
 		c.edit(&o)
-		if cv, err := prepareCodexVault(o, c.mode, false); cv != nil || err != nil {
+		if cv, err := prepareCodexVault(o, c.mode); cv != nil || err != nil {
 			t.Errorf("%s: %v, %v", name, cv, err)
 		}
 	}
@@ -152,7 +153,7 @@ func TestCodexVaultNotApplied(t *testing.T) {
 
 func TestCodexVaultMalformedAuthRefused(t *testing.T) {
 	home := codexHome(t, `{"OPENAI_API_KEY":"`+codexTestKey+`",`, "")
-	_, err := prepareCodexVault(codexOpts(home), egress.ModeAllowlist, false)
+	_, err := prepareCodexVault(codexOpts(home), egress.ModeAllowlist)
 	var ce *errdefs.ConfigError
 	if !errors.As(err, &ce) || ce.Key != "creds.vault_codex_key" {
 		t.Fatalf("want a ConfigError on creds.vault_codex_key, got %v", err)
@@ -164,7 +165,7 @@ func TestCodexVaultMalformedAuthRefused(t *testing.T) {
 
 func TestCodexVaultBadConfigWarns(t *testing.T) {
 	home := codexHome(t, codexAuth, "openai_base_url = [\n")
-	cv, err := prepareCodexVault(codexOpts(home), egress.ModeAllowlist, false)
+	cv, err := prepareCodexVault(codexOpts(home), egress.ModeAllowlist)
 	if err != nil || cv == nil || len(cv.warnings) != 1 || !slices.Equal(cv.secret.secret.Hosts, []string{"api.openai.com"}) {
 		t.Fatalf("got %v, %v", cv, err)
 	}
@@ -173,17 +174,27 @@ func TestCodexVaultBadConfigWarns(t *testing.T) {
 func TestCodexVaultNameReserved(t *testing.T) {
 	o := codexOpts(codexHome(t, codexAuth, ""))
 	o.Config.Secrets = []config.Secret{{Name: "x"}, {Name: CodexSecretName}}
-	_, err := prepareCodexVault(o, egress.ModeAllowlist, false)
+	_, err := prepareCodexVault(o, egress.ModeAllowlist)
 	var ce *errdefs.ConfigError
 	if !errors.As(err, &ce) || ce.Key != "secrets[1].name" || !errors.Is(err, errdefs.ErrConflict) {
 		t.Fatalf("got %v", err)
 	}
 }
 
-func TestCodexVaultReadOnlyRootfsRefused(t *testing.T) {
-	_, err := prepareCodexVault(codexOpts(codexHome(t, codexAuth, "")), egress.ModeAllowlist, true)
-	var ce *errdefs.ConfigError
-	if !errors.As(err, &ce) || ce.Key != "creds.vault_codex_key" || !errors.Is(err, errdefs.ErrConflict) {
-		t.Fatalf("got %v", err)
+// TestCodexVaultWithReadOnlyRootfs: the key moves into the vault on a
+// read-only root filesystem too, and the plan takes the vault.
+func TestCodexVaultWithReadOnlyRootfs(t *testing.T) {
+	cv, err := prepareCodexVault(codexOpts(codexHome(t, codexAuth, "")), egress.ModeAllowlist)
+	if err != nil || cv == nil {
+		t.Fatalf("prepareCodexVault: %v, %v", cv, err)
+	}
+	v, err := newVault("sb", nil, nil, nil, cv.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := launchplan.Plan{}
+	plan.Security.ReadOnlyRootfs = true
+	if _, err := applyVault(&plan, v); err != nil {
+		t.Fatalf("applyVault on a read-only root: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package podbot
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -231,17 +232,69 @@ func TestApplyVaultKeepsValueOutOfThePlan(t *testing.T) {
 	}
 }
 
-func TestApplyVaultRefusesReadOnlyRootfs(t *testing.T) {
+// TestApplyVaultWithReadOnlyRootfs: a read-only root filesystem takes the
+// vault; the trust files come from a host directory mounted read-only at
+// VaultTrustDir, which holds certificates only.
+func TestApplyVaultWithReadOnlyRootfs(t *testing.T) {
 	v, err := newVault("sb", []config.Secret{vaultSecret()}, []string{"PODBOT_TEST_VAULT_SRC=" + vaultTestValue}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	plan := launchplan.Plan{}
 	plan.Security.ReadOnlyRootfs = true
-	_, err = applyVault(&plan, v)
-	var ce *errdefs.ConfigError
-	if !errors.As(err, &ce) || ce.Key != "sandbox.read_only_rootfs" {
-		t.Fatalf("err = %v", err)
+	if _, err := applyVault(&plan, v); err != nil {
+		t.Fatalf("applyVault on a read-only root: %v", err)
+	}
+	for _, e := range VaultTrustEnv() {
+		if !slices.Contains(plan.Env, e) {
+			t.Errorf("Env lacks %s", e)
+		}
+	}
+	dirs, err := egressnet.DirsFor(t.TempDir(), "sb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dirs.Make(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeVault(dirs, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := plan.Apply(launchplan.WithTrustMount(dirs.Trust, VaultTrustDir)); err != nil {
+		t.Fatal(err)
+	}
+	_, hc, _ := plan.Render()
+	if !hc.ReadonlyRootfs {
+		t.Fatal("the root filesystem is no longer read-only")
+	}
+	var trust int
+	for _, m := range hc.Mounts {
+		if strings.HasPrefix(m.Source, dirs.Root) {
+			if m.Source != dirs.Trust || m.Target != VaultTrustDir || !m.ReadOnly {
+				t.Errorf("the sandbox mounts %+v from the egress directory", m)
+			}
+			trust++
+		}
+	}
+	if trust != 1 {
+		t.Fatalf("trust mounts: %d in %+v", trust, hc.Mounts)
+	}
+	for _, f := range []struct{ name, data string }{{egressnet.TrustCAFile, string(v.ca.CertPEM())},
+		{egressnet.TrustBundleFile, string(caBundle([]byte("SYS"), v.ca.CertPEM()))}} {
+		if err := dirs.WriteTrust(f.name, []byte(f.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, _ := v.ca.KeyPEM()
+	ents, err := os.ReadDir(dirs.Trust)
+	if err != nil || len(ents) != 2 {
+		t.Fatalf("trust dir: %v %v", ents, err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dirs.Trust, e.Name()))
+		if err != nil || bytes.Contains(b, key) || bytes.Contains(b, []byte("PRIVATE KEY")) || bytes.Contains(b, []byte(vaultTestValue)) {
+			t.Errorf("%s holds a key or a value (%v)", e.Name(), err)
+		}
 	}
 }
 

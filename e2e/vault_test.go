@@ -125,191 +125,245 @@ func (u *upstreamTLS) keys() map[string][]string {
 // podbot network show names the secret without value or placeholder.
 // Before the vault was applied, Launch refused this configuration.
 func TestVaultSecretSwappedOnlyForItsHost(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		conn := connectEngine(t, ctx, e)
-		gw := bridgeGateway(t, ctx, e)
-		real := "sk-vault-e2e-" + suite.runID + "-" + e.Name + "-REALVALUE"
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) { vaultSwap(t, e, false) })
+}
 
-		upCA, err := egress.NewCA("podbot e2e upstream")
-		if err != nil {
-			t.Fatal(err)
-		}
-		caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
-		if err := os.WriteFile(caFile, upCA.CertPEM(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		up := &upstreamTLS{seen: map[string][]string{}}
-		tlsLn, err := net.Listen("tcp4", "0.0.0.0:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tlsSrv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second, TLSConfig: &tls.Config{
-			GetCertificate: func(h *tls.ClientHelloInfo) (*tls.Certificate, error) { return upCA.Leaf(h.ServerName) }}}
-		go func() { _ = tlsSrv.ServeTLS(tlsLn, "", "") }()
-		defer tlsSrv.Close()
-		plainLn, err := net.Listen("tcp4", "0.0.0.0:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		plainSrv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = plainSrv.Serve(plainLn) }()
-		defer plainSrv.Close()
-		tlsPort := tlsLn.Addr().(*net.TCPAddr).Port
-		plainPort := plainLn.Addr().(*net.TCPAddr).Port
+// TestVaultReadOnlyRootfs runs the same agent in a sandbox with
+// sandbox.read_only_rootfs = true: the vault works (the placeholder sent
+// to the secret's host arrives as the real value), the sandbox CA comes
+// from a host directory mounted read-only at /etc/podbot, which neither
+// the agent nor root inside can write to, and the root filesystem is still
+// read-only. Before, Launch refused the vault on a read-only root.
+func TestVaultReadOnlyRootfs(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) { vaultSwap(t, e, true) })
+}
 
-		cfg := launchConfig()
-		cfg.Network.Mode = "allowlist"
-		cfg.Secrets = []config.Secret{{Name: "e2e-api", Source: "env:PODBOT_E2E_VAULT_KEY",
-			Hosts: []string{fmt.Sprintf("vault.test:%d", tlsPort)}, Header: "x-api-key: {}", Env: "VAULT_KEY"}}
-		red := creds.NewRedactor()
-		var progress bytes.Buffer
-		rt := runtimeDir(t)
-		name := testName(e, "vault")
-		opts := podbot.LaunchOptions{
-			Config: cfg, Intent: launchplan.IntentInteractive, Name: name,
-			SidecarPath: sidecarBin(t), RuntimeDir: rt, Redactor: red,
-			Environ: []string{"PODBOT_E2E_VAULT_KEY=" + real},
-			Egress: &launchplan.Egress{Mode: egress.ModeAllowlist, UpstreamCA: caFile, Policy: egress.Policy{
-				Rules: []egress.Rule{
-					{Host: "vault.test", Ports: []int{tlsPort}, Source: "test"},
-					{Host: "other.test", Ports: []int{tlsPort, plainPort}, Source: "test"},
-				},
-				Resolve: map[string]string{"vault.test": gw, "other.test": gw},
-			}},
-		}
-		opts.Progress = func(step, detail string) {
-			fmt.Fprintf(&progress, "%s: %s\n", step, detail)
-			t.Logf("launch %s: %s", step, detail)
-		}
-		sb, err := podbot.Launch(ctx, conn, opts)
-		if err != nil {
-			t.Fatalf("Launch: %v", err)
-		}
-		t.Cleanup(func() {
-			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer ccancel()
-			if err := sb.Close(cctx, true); err != nil {
-				t.Errorf("close sandbox %s: %v", sb.Name, err)
-			}
-		})
-		if red.Redact("x "+real+" y") == "x "+real+" y" {
-			t.Error("the launch did not give the real value to the redactor")
-		}
+// vaultSwap is TestVaultSecretSwappedOnlyForItsHost on engine e, with
+// sandbox.read_only_rootfs = readOnly.
+func vaultSwap(t *testing.T, e engineUnderTest, readOnly bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn := connectEngine(t, ctx, e)
+	gw := bridgeGateway(t, ctx, e)
+	real := "sk-vault-e2e-" + suite.runID + "-" + e.Name + "-REALVALUE"
 
-		vaultURL := fmt.Sprintf("https://vault.test:%d/", tlsPort)
-		otherTLS := fmt.Sprintf("https://other.test:%d/", tlsPort)
-		otherPlain := fmt.Sprintf("http://other.test:%d/", plainPort)
-		out := mustExecIn(t, ctx, conn, sb, "python3", "-c", vaultFetchScript, vaultURL, otherPlain, "noverify:"+otherTLS)
-		t.Logf("%s through the proxy:\n%s", e.Name, out)
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != 3 || !strings.Contains(lines[0], " 200 outside vault.test") {
-			t.Fatalf("the secret's host over HTTPS through the vault: want 200, got:\n%s", out)
-		}
-		if !strings.Contains(lines[1], " refused 403") || !strings.Contains(lines[2], " 200 outside other.test") {
-			t.Fatalf("the placeholder to another host: want 403 over HTTP, passed through untouched over HTTPS; got:\n%s", out)
-		}
-		placeholder := strings.TrimSpace(mustExecIn(t, ctx, conn, sb, "printenv", "VAULT_KEY"))
-		if !strings.HasPrefix(placeholder, egress.PlaceholderPrefix+"e2e-api-") {
-			t.Fatalf("VAULT_KEY in the sandbox is %q, want a placeholder", placeholder)
-		}
-		seen := up.keys()
-		vaultHost := fmt.Sprintf("vault.test:%d", tlsPort)
-		if len(seen[vaultHost]) != 1 || seen[vaultHost][0] != real {
-			t.Fatalf("the secret's host did not receive the real value once: %d requests", len(seen[vaultHost]))
-		}
-		for host, vs := range seen {
-			for _, v := range vs {
-				if host != vaultHost && v == real {
-					t.Fatalf("%s received the real value", host)
-				}
-			}
-		}
-		if vs := seen[fmt.Sprintf("other.test:%d", plainPort)]; len(vs) != 0 {
-			t.Fatalf("the refused plain request reached the outside server")
-		}
-		if vs := seen[fmt.Sprintf("other.test:%d", tlsPort)]; len(vs) != 1 || vs[0] != placeholder {
-			t.Fatalf("other.test over HTTPS got %d requests, want one with the useless placeholder", len(vs))
-		}
+	upCA, err := egress.NewCA("podbot e2e upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
+	if err := os.WriteFile(caFile, upCA.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up := &upstreamTLS{seen: map[string][]string{}}
+	tlsLn, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsSrv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second, TLSConfig: &tls.Config{
+		GetCertificate: func(h *tls.ClientHelloInfo) (*tls.Certificate, error) { return upCA.Leaf(h.ServerName) }}}
+	go func() { _ = tlsSrv.ServeTLS(tlsLn, "", "") }()
+	defer tlsSrv.Close()
+	plainLn, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainSrv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = plainSrv.Serve(plainLn) }()
+	defer plainSrv.Close()
+	tlsPort := tlsLn.Addr().(*net.TCPAddr).Port
+	plainPort := plainLn.Addr().(*net.TCPAddr).Port
 
-		// The refusal is in the decision log, naming the secret.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			r := runPodbot(t, ctx, e, "network", "log", "--json", name)
-			if r.Code == 0 && strings.Contains(r.Stdout, `"host":"other.test"`) && strings.Contains(r.Stdout, "placeholder of secret e2e-api") {
-				if strings.Contains(r.Stdout, real) {
-					t.Fatal("the decision log holds the real value")
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the decision log lacks the placeholder refusal: %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
-			}
-			time.Sleep(200 * time.Millisecond)
+	cfg := launchConfig()
+	cfg.Network.Mode = "allowlist"
+	cfg.Sandbox.ReadOnlyRootfs = readOnly
+	cfg.Secrets = []config.Secret{{Name: "e2e-api", Source: "env:PODBOT_E2E_VAULT_KEY",
+		Hosts: []string{fmt.Sprintf("vault.test:%d", tlsPort)}, Header: "x-api-key: {}", Env: "VAULT_KEY"}}
+	red := creds.NewRedactor()
+	var progress bytes.Buffer
+	rt := runtimeDir(t)
+	name := testName(e, "vault")
+	if readOnly {
+		name = testName(e, "vaultro")
+	}
+	opts := podbot.LaunchOptions{
+		Config: cfg, Intent: launchplan.IntentInteractive, Name: name,
+		SidecarPath: sidecarBin(t), RuntimeDir: rt, Redactor: red,
+		Environ: []string{"PODBOT_E2E_VAULT_KEY=" + real},
+		Egress: &launchplan.Egress{Mode: egress.ModeAllowlist, UpstreamCA: caFile, Policy: egress.Policy{
+			Rules: []egress.Rule{
+				{Host: "vault.test", Ports: []int{tlsPort}, Source: "test"},
+				{Host: "other.test", Ports: []int{tlsPort, plainPort}, Source: "test"},
+			},
+			Resolve: map[string]string{"vault.test": gw, "other.test": gw},
+		}},
+	}
+	opts.Progress = func(step, detail string) {
+		fmt.Fprintf(&progress, "%s: %s\n", step, detail)
+		t.Logf("launch %s: %s", step, detail)
+	}
+	sb, err := podbot.Launch(ctx, conn, opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	trustDir := ""
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		if err := sb.Close(cctx, true); err != nil {
+			t.Errorf("close sandbox %s: %v", sb.Name, err)
 		}
-
-		// network show names the secret and its hosts, nothing more.
-		show := runPodbot(t, ctx, e, "network", "show", name)
-		if show.Code != 0 || !strings.Contains(show.Stdout, "e2e-api") || !strings.Contains(show.Stdout, vaultHost) ||
-			strings.Contains(show.Stdout, placeholder) || strings.Contains(show.Stdout, real) {
-			t.Fatalf("network show: %d\n%s\n%s", show.Code, show.Stdout, show.Stderr)
+		if _, err := os.Stat(trustDir); trustDir != "" && !os.IsNotExist(err) {
+			t.Errorf("the trust directory %s outlived the sandbox: %v", trustDir, err)
 		}
-		if strings.Contains(progress.String(), real) {
-			t.Fatal("a progress line holds the real value")
-		}
-
-		// inspect: env, labels, mounts, everything the engine reports.
-		for _, id := range []string{sb.ID, egressnet.ProxyName(name)} {
-			in, err := conn.Inspect(ctx, id, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := json.Marshal(in)
-			if bytes.Contains(body, []byte(real)) {
-				t.Fatalf("inspect of %s holds the real value", id)
-			}
-			if id == sb.ID {
-				for _, m := range in.Mounts {
-					if strings.HasPrefix(m.Source, rt) {
-						t.Fatalf("the sandbox mounts %s from the egress directory", m.Source)
-					}
-				}
-			}
-		}
-
-		// Processes and files, searched as root inside.
-		var sout, serr bytes.Buffer
-		code, err := conn.Exec(ctx, sb.ID, engine.ExecOptions{User: "0",
-			Cmd: []string{"python3", "-c", vaultSearchScript, hex.EncodeToString([]byte(real))}, Stdout: &sout, Stderr: &serr})
-		if err != nil || code != 0 {
-			t.Fatalf("search: %d %v %s", code, err, serr.String())
-		}
-		if strings.Contains(sout.String(), "HIT") || !strings.Contains(sout.String(), "searched") {
-			t.Fatalf("the real value is in the sandbox:\n%s", sout.String())
-		}
-		t.Logf("in-sandbox search: %s", lastLine(sout.String()))
-		// The CA is trusted, its key is absent.
-		files := mustExecIn(t, ctx, conn, sb, "sh", "-c", "grep -c 'BEGIN CERTIFICATE' /etc/podbot/ca-bundle.pem; grep -l 'PRIVATE KEY' -r /etc/podbot || true")
-		if strings.Contains(files, "/etc/podbot") {
-			t.Fatalf("a private key is in the sandbox's /etc/podbot:\n%s", files)
-		}
-
-		// The exported filesystem.
-		rc, err := conn.API().ContainerExport(ctx, sb.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		found, n, err := streamContains(rc, []byte(real))
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if found {
-			t.Fatal("the exported filesystem holds the real value")
-		}
-		t.Logf("export searched: %d bytes", n)
 	})
+	if red.Redact("x "+real+" y") == "x "+real+" y" {
+		t.Error("the launch did not give the real value to the redactor")
+	}
+
+	vaultURL := fmt.Sprintf("https://vault.test:%d/", tlsPort)
+	otherTLS := fmt.Sprintf("https://other.test:%d/", tlsPort)
+	otherPlain := fmt.Sprintf("http://other.test:%d/", plainPort)
+	out := mustExecIn(t, ctx, conn, sb, "python3", "-c", vaultFetchScript, vaultURL, otherPlain, "noverify:"+otherTLS)
+	t.Logf("%s through the proxy:\n%s", e.Name, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], " 200 outside vault.test") {
+		t.Fatalf("the secret's host over HTTPS through the vault: want 200, got:\n%s", out)
+	}
+	if !strings.Contains(lines[1], " refused 403") || !strings.Contains(lines[2], " 200 outside other.test") {
+		t.Fatalf("the placeholder to another host: want 403 over HTTP, passed through untouched over HTTPS; got:\n%s", out)
+	}
+	placeholder := strings.TrimSpace(mustExecIn(t, ctx, conn, sb, "printenv", "VAULT_KEY"))
+	if !strings.HasPrefix(placeholder, egress.PlaceholderPrefix+"e2e-api-") {
+		t.Fatalf("VAULT_KEY in the sandbox is %q, want a placeholder", placeholder)
+	}
+	seen := up.keys()
+	vaultHost := fmt.Sprintf("vault.test:%d", tlsPort)
+	if len(seen[vaultHost]) != 1 || seen[vaultHost][0] != real {
+		t.Fatalf("the secret's host did not receive the real value once: %d requests", len(seen[vaultHost]))
+	}
+	for host, vs := range seen {
+		for _, v := range vs {
+			if host != vaultHost && v == real {
+				t.Fatalf("%s received the real value", host)
+			}
+		}
+	}
+	if vs := seen[fmt.Sprintf("other.test:%d", plainPort)]; len(vs) != 0 {
+		t.Fatalf("the refused plain request reached the outside server")
+	}
+	if vs := seen[fmt.Sprintf("other.test:%d", tlsPort)]; len(vs) != 1 || vs[0] != placeholder {
+		t.Fatalf("other.test over HTTPS got %d requests, want one with the useless placeholder", len(vs))
+	}
+
+	// The refusal is in the decision log, naming the secret.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := runPodbot(t, ctx, e, "network", "log", "--json", name)
+		if r.Code == 0 && strings.Contains(r.Stdout, `"host":"other.test"`) && strings.Contains(r.Stdout, "placeholder of secret e2e-api") {
+			if strings.Contains(r.Stdout, real) {
+				t.Fatal("the decision log holds the real value")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the decision log lacks the placeholder refusal: %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// network show names the secret and its hosts, nothing more.
+	show := runPodbot(t, ctx, e, "network", "show", name)
+	if show.Code != 0 || !strings.Contains(show.Stdout, "e2e-api") || !strings.Contains(show.Stdout, vaultHost) ||
+		strings.Contains(show.Stdout, placeholder) || strings.Contains(show.Stdout, real) {
+		t.Fatalf("network show: %d\n%s\n%s", show.Code, show.Stdout, show.Stderr)
+	}
+	if strings.Contains(progress.String(), real) {
+		t.Fatal("a progress line holds the real value")
+	}
+
+	// inspect: env, labels, mounts, everything the engine reports.
+	for _, id := range []string{sb.ID, egressnet.ProxyName(name)} {
+		in, err := conn.Inspect(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := json.Marshal(in)
+		if bytes.Contains(body, []byte(real)) {
+			t.Fatalf("inspect of %s holds the real value", id)
+		}
+		if id == sb.ID {
+			// Of the egress directory the sandbox mounts the trust
+			// directory alone, read-only at /etc/podbot.
+			trust := 0
+			for _, m := range in.Mounts {
+				if strings.HasPrefix(m.Source, rt) {
+					if filepath.Base(m.Source) != "trust" || m.Destination != podbot.VaultTrustDir || m.RW {
+						t.Fatalf("the sandbox mounts %s from the egress directory at %s (rw %v)", m.Source, m.Destination, m.RW)
+					}
+					trust++
+					trustDir = m.Source
+				}
+			}
+			if trust != 1 {
+				t.Fatalf("the sandbox mounts the trust directory %d times", trust)
+			}
+			if in.HostConfig == nil || in.HostConfig.ReadonlyRootfs != readOnly {
+				t.Fatalf("the sandbox's root filesystem: read-only %v, want %v", in.HostConfig != nil && in.HostConfig.ReadonlyRootfs, readOnly)
+			}
+		}
+	}
+
+	// Processes and files, searched as root inside.
+	var sout, serr bytes.Buffer
+	code, err := conn.Exec(ctx, sb.ID, engine.ExecOptions{User: "0",
+		Cmd: []string{"python3", "-c", vaultSearchScript, hex.EncodeToString([]byte(real))}, Stdout: &sout, Stderr: &serr})
+	if err != nil || code != 0 {
+		t.Fatalf("search: %d %v %s", code, err, serr.String())
+	}
+	if strings.Contains(sout.String(), "HIT") || !strings.Contains(sout.String(), "searched") {
+		t.Fatalf("the real value is in the sandbox:\n%s", sout.String())
+	}
+	t.Logf("in-sandbox search: %s", lastLine(sout.String()))
+	// The CA is trusted, its key is absent.
+	files := mustExecIn(t, ctx, conn, sb, "sh", "-c", "grep -c 'BEGIN CERTIFICATE' /etc/podbot/ca-bundle.pem; grep -l 'PRIVATE KEY' -r /etc/podbot || true")
+	if strings.Contains(files, "/etc/podbot") {
+		t.Fatalf("a private key is in the sandbox's /etc/podbot:\n%s", files)
+	}
+	// The agent, and root inside, cannot change what the sandbox trusts.
+	for _, user := range []string{sb.Plan.User, "0"} {
+		var wout, werr bytes.Buffer
+		code, err := conn.Exec(ctx, sb.ID, engine.ExecOptions{User: user, Stdout: &wout, Stderr: &werr, Cmd: []string{"sh", "-c",
+			"for f in /etc/podbot/ca-bundle.pem /etc/podbot/egress-ca.pem /etc/podbot/new.pem; do " +
+				"if (echo evil >> $f) 2>/dev/null; then echo WROTE $f; fi; done; " +
+				"mv /etc/podbot/ca-bundle.pem /etc/podbot/x 2>/dev/null && echo MOVED; " +
+				"rm -f /etc/podbot/egress-ca.pem 2>/dev/null; test -e /etc/podbot/egress-ca.pem || echo REMOVED; " +
+				"chmod 666 /etc/podbot/ca-bundle.pem 2>/dev/null && echo CHMOD; true"}})
+		if err != nil || code != 0 || wout.Len() != 0 {
+			t.Fatalf("user %q changed /etc/podbot: %d %v\n%s%s", user, code, err, wout.String(), werr.String())
+		}
+	}
+	if readOnly {
+		r := execIn(t, ctx, conn, sb, "sh", "-c", "echo x > /etc/podbot-rootfs-probe")
+		if r.code == 0 {
+			t.Fatal("the root filesystem is writable")
+		}
+	}
+
+	// The exported filesystem.
+	rc, err := conn.API().ContainerExport(ctx, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, n, err := streamContains(rc, []byte(real))
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found {
+		t.Fatal("the exported filesystem holds the real value")
+	}
+	t.Logf("export searched: %d bytes", n)
 }
 
 // streamContains reports whether needle occurs in r, reading it once.

@@ -50,6 +50,10 @@ const (
 	// files: the secrets with their real values (0600), the sandbox CA's
 	// certificate and its private key (0600).
 	SecretsFile, CACertFile, CAKeyFile = "secrets.json", "ca.pem", "ca-key.pem"
+	// TrustCAFile and TrustBundleFile are the trust directory's files:
+	// the sandbox CA's certificate (never its key) and the CA bundle that
+	// adds it to the image's system bundle.
+	TrustCAFile, TrustBundleFile = "egress-ca.pem", "ca-bundle.pem"
 	// LabelSecrets, on an allowlist sandbox with a vault, lists its
 	// secrets' names and hosts (JSON, VaultIndex): never a value or a
 	// placeholder.
@@ -64,7 +68,7 @@ func ProxyName(sandbox string) string { return ProxyPrefix + sandbox }
 
 // Dirs are the host directories of one sandbox's egress plumbing.
 type Dirs struct {
-	// Root holds the two below: <state>/podbot/egress/<sandbox>.
+	// Root holds the directories below: <state>/podbot/egress/<sandbox>.
 	Root string
 	// Policy holds PolicyFile, mounted read-only into the proxy.
 	Policy string
@@ -73,7 +77,16 @@ type Dirs struct {
 	// Vault holds the vault's files (SecretsFile, CACertFile, CAKeyFile),
 	// mounted read-only into the proxy alone.
 	Vault string
+	// Trust holds the sandbox's trust files (TrustCAFile, TrustBundleFile),
+	// mode 0755, mounted read-only into the sandbox: public certificates
+	// only, never the CA key or a secret value. Being under Root, it goes
+	// with the egress directory.
+	Trust string
 }
+
+// TrustPath is the host path of the trust file name (TrustCAFile or
+// TrustBundleFile).
+func (d Dirs) TrustPath(name string) string { return filepath.Join(d.Trust, name) }
 
 // VaultPath is the host path of the vault file name (SecretsFile,
 // CACertFile or CAKeyFile).
@@ -121,13 +134,15 @@ func validSandboxDir(sandbox string) bool {
 // dirsAt returns sandbox's directories under the egress root root.
 func dirsAt(root, sandbox string) Dirs {
 	r := filepath.Join(root, sandbox)
-	return Dirs{Root: r, Policy: filepath.Join(r, "policy"), Log: filepath.Join(r, "log"), Vault: filepath.Join(r, "vault")}
+	return Dirs{Root: r, Policy: filepath.Join(r, "policy"), Log: filepath.Join(r, "log"), Vault: filepath.Join(r, "vault"),
+		Trust: filepath.Join(r, "trust")}
 }
 
 // Make creates the directories, mode 0700. When this process runs as root
-// (a rootful engine), the policy and log directories are given to
+// (a rootful engine), the policy, log and vault directories are given to
 // ProxyUser, whom the proxy runs as; otherwise ProxyOwner says whom to
-// run it as.
+// run it as. The trust directory, which the sandbox mounts, is 0755 and
+// stays this process's (root's, on a rootful engine).
 func (d Dirs) Make() error {
 	dirs := []string{filepath.Dir(d.Root), d.Root, d.Policy, d.Log}
 	if d.Vault != "" {
@@ -147,6 +162,53 @@ func (d Dirs) Make() error {
 				return &errdefs.FilesystemError{Op: "chown", Path: p, Msg: "cannot give the egress directory to the proxy's user", Err: err}
 			}
 		}
+	}
+	if d.Trust != "" {
+		if err := os.MkdirAll(d.Trust, 0o755); err != nil {
+			return &errdefs.FilesystemError{Op: "mkdir", Path: d.Trust, Msg: "cannot make the sandbox's trust directory", Err: err}
+		}
+		if err := os.Chmod(d.Trust, 0o755); err != nil {
+			return &errdefs.FilesystemError{Op: "chmod", Path: d.Trust, Msg: "cannot make the sandbox's trust directory readable", Err: err}
+		}
+	}
+	return nil
+}
+
+// WriteTrust writes the trust file name (TrustCAFile or TrustBundleFile)
+// atomically: a temporary file in the trust directory, mode 0644, renamed
+// over name, so the sandbox never reads half a bundle. data must hold
+// public certificates only.
+func (d Dirs) WriteTrust(name string, data []byte) error {
+	if d.Trust == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return &errdefs.FilesystemError{Op: "write", Path: filepath.Join(d.Trust, name), Msg: "not a trust file", Err: os.ErrInvalid}
+	}
+	p := d.TrustPath(name)
+	fail := func(op string, err error) error {
+		return &errdefs.FilesystemError{Op: op, Path: p, Msg: "cannot write the sandbox's trust file", Err: err}
+	}
+	f, err := os.CreateTemp(d.Trust, "."+name+".*")
+	if err != nil {
+		return fail("create", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after the rename: nothing there
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fail("write", err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fail("chmod", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fail("sync", err)
+	}
+	if err := f.Close(); err != nil {
+		return fail("close", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fail("rename", err)
 	}
 	return nil
 }

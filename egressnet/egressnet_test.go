@@ -163,3 +163,47 @@ func TestSandboxEnvAndSysctls(t *testing.T) {
 		t.Fatal("names")
 	}
 }
+
+func TestTrustDirIsReadableAndGoesWithTheEgressDir(t *testing.T) {
+	d, err := DirsFor(t.TempDir(), "sb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(d.Trust) != d.Root {
+		t.Fatalf("trust dir %s is not under %s", d.Trust, d.Root)
+	}
+	if err := d.Make(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(d.Trust)
+	if err != nil || st.Mode().Perm() != 0o755 {
+		t.Fatalf("trust dir: %v %v", st, err)
+	}
+	for _, name := range []string{TrustCAFile, TrustBundleFile} {
+		if err := d.WriteTrust(name, []byte("old")); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.WriteTrust(name, []byte("CERT\n")); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(d.TrustPath(name))
+		st, serr := os.Stat(d.TrustPath(name))
+		if err != nil || serr != nil || string(b) != "CERT\n" || st.Mode().Perm() != 0o644 {
+			t.Fatalf("%s: %q %v %v %v", name, b, st, err, serr)
+		}
+	}
+	if ents, _ := os.ReadDir(d.Trust); len(ents) != 2 {
+		t.Fatalf("temporary files left behind: %v", ents)
+	}
+	for _, bad := range []string{"../x", "", "..", "a/b"} {
+		if err := d.WriteTrust(bad, nil); err == nil {
+			t.Errorf("WriteTrust(%q) accepted", bad)
+		}
+	}
+	if err := d.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d.Trust); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the trust dir outlived Remove: %v", err)
+	}
+}

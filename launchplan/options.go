@@ -255,6 +255,23 @@ func WithTokenMount(hostFile string) Option {
 	}
 }
 
+// WithTrustMount bind-mounts the canonical host directory hostDir
+// read-only at target: the credential vault's trust files (the sandbox
+// CA's certificate and a CA bundle), which podbot writes on the host, so
+// a read-only root filesystem can have them and the sandbox cannot change
+// them.
+func WithTrustMount(hostDir, target string) Option {
+	return func(p *Plan) error {
+		if err := checkHostPath("secrets", hostDir); err != nil {
+			return err
+		}
+		if err := checkContainerPath("secrets", target); err != nil {
+			return err
+		}
+		return addMount(p, Mount{Source: hostDir, Target: target, ReadOnly: true, Origin: "secrets"})
+	}
+}
+
 // WithGitHubScope labels a container with the repository (owner/name) its
 // installation tokens are scoped to and the origin (scheme://host[:port]) git
 // may send them to, so podbot token-daemon refreshes a token with the same

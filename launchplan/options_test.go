@@ -327,6 +327,36 @@ func TestWithTokenMount(t *testing.T) {
 	}
 }
 
+func TestWithTrustMount(t *testing.T) {
+	p, err := applyOne(t, WithTrustMount("/run/user/1000/podbot/egress/c1/trust", "/etc/podbot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hc, _ := p.Render()
+	if len(hc.Mounts) != 1 {
+		t.Fatalf("mounts = %+v", hc.Mounts)
+	}
+	m := hc.Mounts[0]
+	if m.Source != "/run/user/1000/podbot/egress/c1/trust" || m.Target != "/etc/podbot" || !m.ReadOnly || m.Type != "bind" {
+		t.Errorf("trust mount = %+v", m)
+	}
+	for _, bad := range [][2]string{{"relative/trust", "/etc/podbot"}, {"/run/x/../trust", "/etc/podbot"}, {"/run/trust", "etc/podbot"}, {"/", "/etc/podbot"}} {
+		_, err := applyOne(t, WithTrustMount(bad[0], bad[1]))
+		var ce *errdefs.ConfigError
+		if !errors.As(err, &ce) || ce.Key != "secrets" {
+			t.Errorf("WithTrustMount(%q, %q) = %v", bad[0], bad[1], err)
+		}
+	}
+	// The socket guard still runs over it.
+	var g Plan
+	err = g.Apply(WithSocketGuard("/run/user/1000/podman/podman.sock"), WithTrustMount("/run/user/1000", "/etc/podbot"))
+	wantConfigError(t, err, "secrets", errdefs.ErrRefused)
+	// It cannot overlap another mount.
+	var o Plan
+	err = o.Apply(WithWorkspaceMount("/home/u/src", "/etc"), WithTrustMount("/run/t", "/etc/podbot"))
+	wantConfigError(t, err, "secrets", errdefs.ErrConflict)
+}
+
 func TestWithWorkspaceMount(t *testing.T) {
 	p, err := applyOne(t, WithWorkspaceMount("/home/u/src/proj", "/workspace/proj"))
 	if err != nil {
