@@ -269,9 +269,10 @@ func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (res Cre
 					return
 				}
 				if vlt != nil {
-					// The CA files live in the container's filesystem, so
-					// they survive podbot stop and start.
-					if _, terr := installVaultTrust(ctx, conn, res.ID, vlt.ca.CertPEM()); terr != nil {
+					// The CA files live in the sandbox's trust directory on
+					// the host (mounted read-only), kept with its egress
+					// directory, so they survive podbot stop and start.
+					if _, terr := installVaultTrust(ctx, conn, res.ID, es.dirs, vlt.ca.CertPEM()); terr != nil {
 						err = &StepError{StepNetwork, terr}
 					}
 				}
