@@ -66,37 +66,7 @@ func WritePolicyFile(path string, p *Policy) error {
 		return &errdefs.FilesystemError{Op: "write egress policy", Path: path, Reason: errdefs.ErrRefused,
 			Msg: fmt.Sprintf("the policy takes %d bytes, more than the %d a policy file may hold", len(data), MaxPolicyFileBytes)}
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return &errdefs.FilesystemError{Op: "write egress policy", Path: path, Err: err}
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return &errdefs.FilesystemError{Op: "write egress policy", Path: path, Err: err}
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return &errdefs.FilesystemError{Op: "write egress policy", Path: path, Err: err}
-	}
-	return nil
+	return writeFileAtomic(path, data, 0o644, "write egress policy")
 }
 
 func toFileRules(rs []Rule) []fileRule {
@@ -214,4 +184,42 @@ func fromFileRules(frs []fileRule) ([]Rule, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, made with mode, synced, then renamed over path, so a reader
+// (the proxy polling the file) sees the old or the new content, never a
+// part. Errors are *errdefs.FilesystemError with op.
+func writeFileAtomic(path string, data []byte, mode os.FileMode, op string) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*") // CreateTemp makes it 0600
+	if err != nil {
+		return &errdefs.FilesystemError{Op: op, Path: path, Err: err}
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return &errdefs.FilesystemError{Op: op, Path: path, Err: err}
+	}
+	if err := f.Chmod(mode); err != nil {
+		return fail(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return &errdefs.FilesystemError{Op: op, Path: path, Err: err}
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/podbot/podbot/errdefs"
 )
@@ -61,37 +60,7 @@ func WriteSecretsFile(path string, ss []Secret) error {
 		return &errdefs.FilesystemError{Op: op, Path: path, Reason: errdefs.ErrRefused,
 			Msg: fmt.Sprintf("the secrets take more than the %d bytes a secrets file may hold", MaxSecretsFileBytes)}
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*") // CreateTemp makes it 0600
-	if err != nil {
-		return &errdefs.FilesystemError{Op: op, Path: path, Err: err}
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return &errdefs.FilesystemError{Op: op, Path: path, Err: err}
-	}
-	if err := f.Chmod(0o600); err != nil {
-		return fail(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return &errdefs.FilesystemError{Op: op, Path: path, Err: err}
-	}
-	return nil
+	return writeFileAtomic(path, data, 0o600, op)
 }
 
 // ReadSecretsFile reads a secrets file written by WriteSecretsFile. It

@@ -133,9 +133,11 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 	return err
 }
 
-// watchPolicy polls path until ctx ends and loads the policy into p
-// whenever the file's size, modification time or identity changes.
-func watchPolicy(ctx context.Context, path string, last os.FileInfo, p *egress.Proxy, logger *slog.Logger) {
+// watchFile polls path until ctx ends and calls reload whenever the file's
+// size, modification time or identity changes. A file that is unreadable or
+// that reload refuses is reported by its error alone (never its content)
+// and what is in force is kept; what names the file in those lines.
+func watchFile(ctx context.Context, path string, last os.FileInfo, what string, reload func() (string, error), logger *slog.Logger) {
 	t := time.NewTicker(policyPollInterval)
 	defer t.Stop()
 	for {
@@ -146,55 +148,47 @@ func watchPolicy(ctx context.Context, path string, last os.FileInfo, p *egress.P
 		}
 		fi, err := os.Stat(path)
 		if err != nil {
-			logger.Error("egress policy file unreadable; keeping the policy in force", "err", err)
+			logger.Error("egress "+what+" file unreadable; keeping the "+what+" in force", "err", err)
 			continue
 		}
 		if last != nil && fi.Size() == last.Size() && fi.ModTime().Equal(last.ModTime()) && os.SameFile(fi, last) {
 			continue
 		}
 		last = fi
-		pol, err := egress.ReadPolicyFile(path)
+		detail, err := reload()
 		if err != nil {
-			logger.Error("egress policy not reloaded; keeping the policy in force", "err", err)
+			logger.Error("egress "+what+" not reloaded; keeping the "+what+" in force", "err", err)
 			continue
 		}
-		p.SetPolicy(pol)
-		logger.Info("egress policy reloaded", "rules", len(pol.Rules), "deny", len(pol.Deny))
+		logger.Info("egress "+what+" reloaded", "loaded", detail)
 	}
 }
 
-// watchSecrets polls the vault's secrets file until ctx ends and gives the
-// proxy its secrets whenever the file changes (a refreshed token). A file
-// that goes bad is reported, by its error alone (never a value), and the
-// secrets in force are kept.
-func watchSecrets(ctx context.Context, path string, last os.FileInfo, p *egress.Proxy, logger *slog.Logger) {
-	t := time.NewTicker(policyPollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		fi, err := os.Stat(path)
+// watchPolicy reloads the proxy's policy from path whenever it changes.
+func watchPolicy(ctx context.Context, path string, last os.FileInfo, p *egress.Proxy, logger *slog.Logger) {
+	watchFile(ctx, path, last, "policy", func() (string, error) {
+		pol, err := egress.ReadPolicyFile(path)
 		if err != nil {
-			logger.Error("egress secrets file unreadable; keeping the secrets in force", "err", err)
-			continue
+			return "", err
 		}
-		if last != nil && fi.Size() == last.Size() && fi.ModTime().Equal(last.ModTime()) && os.SameFile(fi, last) {
-			continue
-		}
-		last = fi
+		p.SetPolicy(pol)
+		return fmt.Sprintf("%d rules, %d denies", len(pol.Rules), len(pol.Deny)), nil
+	}, logger)
+}
+
+// watchSecrets gives the proxy the vault's secrets from path whenever the
+// file changes (a refreshed token).
+func watchSecrets(ctx context.Context, path string, last os.FileInfo, p *egress.Proxy, logger *slog.Logger) {
+	watchFile(ctx, path, last, "secrets", func() (string, error) {
 		ss, err := egress.ReadSecretsFile(path)
 		if err == nil {
 			err = p.SetSecrets(ss)
 		}
 		if err != nil {
-			logger.Error("egress secrets not reloaded; keeping the secrets in force", "err", err)
-			continue
+			return "", err
 		}
-		logger.Info("egress secrets reloaded", "secrets", len(ss))
-	}
+		return fmt.Sprintf("%d secrets", len(ss)), nil
+	}, logger)
 }
 
 // loadCA reads the sandbox CA: its certificate, and its key from a file
