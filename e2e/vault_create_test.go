@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,14 +30,7 @@ func TestCreateVaultEnvSecret(t *testing.T) {
 		gw := bridgeGateway(t, ctx, e)
 		real := "sk-vault-create-" + suite.runID + "-" + e.Name + "-REALVALUE"
 
-		upCA, err := egress.NewCA("podbot e2e upstream")
-		if err != nil {
-			t.Fatal(err)
-		}
-		caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
-		if err := os.WriteFile(caFile, upCA.CertPEM(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		upCA, caFile := upstreamCA(t)
 		up := &upstreamTLS{seen: map[string][]string{}}
 		ln, err := net.Listen("tcp4", "0.0.0.0:0")
 		if err != nil {

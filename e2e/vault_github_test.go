@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/egressnet"
-	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/github"
 	"github.com/podbot/podbot/launchplan"
 	"github.com/podbot/podbot/tokendaemon"
@@ -285,27 +283,7 @@ func TestVaultGitHubTokenCloneAndPush(t *testing.T) {
 			}
 		}
 		for _, tok := range tokens {
-			var sout, serr bytes.Buffer
-			code, err := conn.Exec(ctx, sb.ID, engine.ExecOptions{User: "0",
-				Cmd: []string{"python3", "-c", vaultSearchScript, hex.EncodeToString([]byte(tok))}, Stdout: &sout, Stderr: &serr})
-			if err != nil || code != 0 {
-				t.Fatalf("search: %d %v %s", code, err, serr.String())
-			}
-			if strings.Contains(sout.String(), "HIT") || !strings.Contains(sout.String(), "searched") {
-				t.Fatalf("an installation token is in the sandbox:\n%s", sout.String())
-			}
-			rc, err := conn.API().ContainerExport(ctx, sb.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			found, _, err := streamContains(rc, []byte(tok))
-			rc.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if found {
-				t.Fatal("the exported filesystem holds an installation token")
-			}
+			requireNotInSandbox(t, ctx, conn, sb.ID, tok, "an installation token")
 		}
 	})
 }

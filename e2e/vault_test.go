@@ -147,14 +147,7 @@ func vaultSwap(t *testing.T, e engineUnderTest, readOnly bool) {
 	gw := bridgeGateway(t, ctx, e)
 	real := "sk-vault-e2e-" + suite.runID + "-" + e.Name + "-REALVALUE"
 
-	upCA, err := egress.NewCA("podbot e2e upstream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
-	if err := os.WriteFile(caFile, upCA.CertPEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	upCA, caFile := upstreamCA(t)
 	up := &upstreamTLS{seen: map[string][]string{}}
 	tlsLn, err := net.Listen("tcp4", "0.0.0.0:0")
 	if err != nil {
@@ -314,17 +307,8 @@ func vaultSwap(t *testing.T, e engineUnderTest, readOnly bool) {
 		}
 	}
 
-	// Processes and files, searched as root inside.
-	var sout, serr bytes.Buffer
-	code, err := conn.Exec(ctx, sb.ID, engine.ExecOptions{User: "0",
-		Cmd: []string{"python3", "-c", vaultSearchScript, hex.EncodeToString([]byte(real))}, Stdout: &sout, Stderr: &serr})
-	if err != nil || code != 0 {
-		t.Fatalf("search: %d %v %s", code, err, serr.String())
-	}
-	if strings.Contains(sout.String(), "HIT") || !strings.Contains(sout.String(), "searched") {
-		t.Fatalf("the real value is in the sandbox:\n%s", sout.String())
-	}
-	t.Logf("in-sandbox search: %s", lastLine(sout.String()))
+	// Processes, files and the exported filesystem.
+	requireNotInSandbox(t, ctx, conn, sb.ID, real, "the real value")
 	// The CA is trusted, its key is absent.
 	files := mustExecIn(t, ctx, conn, sb, "sh", "-c", "grep -c 'BEGIN CERTIFICATE' /etc/podbot/ca-bundle.pem; grep -l 'PRIVATE KEY' -r /etc/podbot || true")
 	if strings.Contains(files, "/etc/podbot") {
@@ -349,21 +333,6 @@ func vaultSwap(t *testing.T, e engineUnderTest, readOnly bool) {
 			t.Fatal("the root filesystem is writable")
 		}
 	}
-
-	// The exported filesystem.
-	rc, err := conn.API().ContainerExport(ctx, sb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	found, n, err := streamContains(rc, []byte(real))
-	rc.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if found {
-		t.Fatal("the exported filesystem holds the real value")
-	}
-	t.Logf("export searched: %d bytes", n)
 }
 
 // streamContains reports whether needle occurs in r, reading it once.
@@ -393,4 +362,50 @@ func streamContains(r io.Reader, needle []byte) (bool, int64, error) {
 			return false, n, err
 		}
 	}
+}
+
+// upstreamCA makes a CA for the tests' outside TLS servers and writes its
+// certificate to a file, to give the proxy as network.upstream_ca.
+func upstreamCA(t *testing.T) (*egress.CA, string) {
+	t.Helper()
+	ca, err := egress.NewCA("podbot e2e upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "upstream-ca.pem")
+	if err := os.WriteFile(file, ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ca, file
+}
+
+// requireNotInSandbox fails t when value is in any process's environ or
+// cmdline or in any file of sandbox id (searched as root inside, with the
+// value passed in hex so the search itself does not hold it), or anywhere in
+// its exported filesystem. what names the value in failures.
+func requireNotInSandbox(t *testing.T, ctx context.Context, conn *engine.Conn, id, value, what string) {
+	t.Helper()
+	var sout, serr bytes.Buffer
+	code, err := conn.Exec(ctx, id, engine.ExecOptions{User: "0",
+		Cmd: []string{"python3", "-c", vaultSearchScript, hex.EncodeToString([]byte(value))}, Stdout: &sout, Stderr: &serr})
+	if err != nil || code != 0 {
+		t.Fatalf("search: %d %v %s", code, err, serr.String())
+	}
+	if strings.Contains(sout.String(), "HIT") || !strings.Contains(sout.String(), "searched") {
+		t.Fatalf("%s is in the sandbox:\n%s", what, sout.String())
+	}
+	t.Logf("in-sandbox search: %s", lastLine(sout.String()))
+	rc, err := conn.API().ContainerExport(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, n, err := streamContains(rc, []byte(value))
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found {
+		t.Fatalf("the exported filesystem holds %s", what)
+	}
+	t.Logf("export searched: %d bytes", n)
 }
