@@ -291,12 +291,16 @@ func (s *Container) startLocked(ctx context.Context, afterFailure bool) error {
 
 // containerName is unique per session and generation, so a recreated
 // container never collides with one the engine is still removing.
-func (s *Container) containerName() string {
-	short := strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(s.id))
+func (s *Container) containerName() string { return ContainerName(s.id, s.generation) }
+
+// ContainerName is the name of a tool session's container: unique per
+// session id and generation (1 for the first container).
+func ContainerName(sessionID string, generation int) string {
+	short := strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(sessionID))
 	if len(short) > 12 {
 		short = short[:12]
 	}
-	return fmt.Sprintf("podbot-tools-%s-%d", short, s.generation)
+	return fmt.Sprintf("podbot-tools-%s-%d", short, generation)
 }
 
 // armTimersLocked starts the idle and uptime timers of a new container.

@@ -26,6 +26,9 @@ type containerSpec struct {
 	sessionID    string
 	name         string
 	workspaceDir string
+	// labels are podbot's own labels for the container (a pool member's),
+	// added after the plan's reserved-key check.
+	labels map[string]string
 }
 
 // startedContainer identifies a started container.

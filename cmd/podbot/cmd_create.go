@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +23,8 @@ type createOptions struct {
 	privileged bool
 	command    []string
 	egress     egressFlags
+	pool       string
+	wait       time.Duration
 
 	// runtimeDir is $XDG_RUNTIME_DIR (an allowlist sandbox's egress files).
 	runtimeDir string
@@ -57,7 +60,8 @@ network.mode = "open".`,
   podbot exec "$name" -- sh -c 'id; cat /proc/self/status | grep Cap'
   podbot create --name scratch --pids-limit 100 -- sleep 3600
   podbot create --allow-host pypi.org --allow-host files.pythonhosted.org
-  podbot create --network open`,
+  podbot create --network open
+  podbot create --pool scratch --wait 5s`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			opts.readOnlySet = fl.Changed("read-only")
@@ -82,6 +86,9 @@ network.mode = "open".`,
 			if err := opts.egress.check(); err != nil {
 				return err
 			}
+			if opts.wait < 0 || (opts.wait > 0 && opts.pool == "") {
+				return &usageError{msg: "--wait needs --pool and a positive duration such as 5s"}
+			}
 			opts.command = args
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -98,6 +105,8 @@ network.mode = "open".`,
 	fl.Float64Var(&opts.cpus, "cpus", 0, "CPU limit in `CPUS`, e.g. 1.5 (default: sandbox.cpus)")
 	fl.Int64Var(&opts.pidsLimit, "pids-limit", 0, "process limit `N` (default: sandbox.pids_limit)")
 	fl.BoolVar(&opts.privileged, "privileged", false, "privileged profile (needs an engine that can run privileged containers)")
+	fl.StringVar(&opts.pool, "pool", "", "claim a ready sandbox from agent pool `NAME` (see podbot pool); an empty pool creates one cold from the pool's template")
+	fl.DurationVar(&opts.wait, "wait", 0, "with --pool: wait up to `DURATION` for a ready member before creating cold")
 	return cmd
 }
 
@@ -191,6 +200,13 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		return err
 	}
 	lib.Environ, lib.Redactor = f.environ, f.redactor
+	if opts.pool != "" {
+		spec, err := f.poolSpec(opts.pool)
+		if err != nil {
+			return err
+		}
+		lib.Pool, lib.PoolWait = &spec, opts.wait
+	}
 	conn, err := f.engine(ctx)
 	if err != nil {
 		return err
@@ -199,6 +215,15 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 	if err != nil {
 		return err
 	}
+	if res.Claim != nil {
+		logClaim(f, *res.Claim)
+	}
 	_, err = fmt.Fprintln(f.ios.Out, res.Name)
 	return err
+}
+
+// logClaim reports on stderr how a claim from a pool went.
+func logClaim(f *factory, c podbot.ClaimReport) {
+	f.logger.Info("pool claim", "pool", c.Pool, "outcome", c.Outcome, "member", c.Member, "name", c.Name,
+		"took", c.Duration.Round(time.Microsecond))
 }

@@ -1,0 +1,130 @@
+package podbot
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/pool"
+	"github.com/podbot/podbot/sandbox"
+)
+
+// claimSandbox hands a ready member of opts.Pool (an agent pool) to the
+// caller: pool.Claim takes one atomically (unpause), then it is renamed to
+// opts.Name (default podbot-sandbox-<id>) and is an ordinary sandbox from
+// then on. An empty pool, after opts.PoolWait, falls back to a cold Create
+// from the pool's template. res.Claim says which happened.
+func claimSandbox(ctx context.Context, conn *engine.Conn, opts CreateOptions) (CreateResult, error) {
+	spec := *opts.Pool
+	if err := spec.Check(); err != nil {
+		return CreateResult{}, err
+	}
+	if spec.Kind != pool.KindAgent {
+		return CreateResult{}, &errdefs.ConfigError{Key: "pool", Reason: errdefs.ErrConflict,
+			Msg: "pool " + spec.Name + " holds " + spec.Kind + " sandboxes; podbot create claims from agent pools (use podbot tools call --pool for tools pools)"}
+	}
+	if len(opts.Command) > 0 || len(opts.Labels) > 0 || len(opts.AllowHosts) > 0 || opts.Egress != nil {
+		return CreateResult{}, &errdefs.ConfigError{Key: "pool", Reason: errdefs.ErrConflict,
+			Msg: "a sandbox claimed from pool " + spec.Name + " was made ahead from the pool's template: a command, labels or --allow-host cannot be applied to it; drop them or create without --pool"}
+	}
+	name := opts.Name
+	if name == "" {
+		sid, err := newSessionID()
+		if err != nil {
+			return CreateResult{}, err
+		}
+		name = "podbot-sandbox-" + sid[:12]
+	}
+	if strings.HasPrefix(name, MemberPrefix) {
+		return CreateResult{}, &errdefs.ConfigError{Key: "name", Reason: errdefs.ErrRefused,
+			Msg: "container names starting with " + MemberPrefix + " are reserved for unclaimed pool members; choose another --name"}
+	}
+	b := NewPoolBackend(conn, PoolOptions{Config: opts.Config, SidecarPath: opts.SidecarPath, Environ: opts.Environ})
+	t0 := time.Now()
+	m, waited, err := pool.Claim(ctx, b, spec.Name, opts.PoolWait)
+	if errors.Is(err, pool.ErrEmpty) {
+		copts, err := createOptionsFor(spec, opts.Config, opts.SidecarPath, opts.Environ)
+		if err != nil {
+			return CreateResult{}, err
+		}
+		copts.Name, copts.Redactor = name, opts.Redactor
+		waitedFor := time.Since(t0)
+		res, err := create(ctx, conn, copts, map[string]string{launchplan.LabelPool: spec.Name})
+		if err != nil {
+			return res, err
+		}
+		res.Claim = &ClaimReport{Pool: spec.Name, Outcome: ClaimCold, Name: res.Name, Duration: waitedFor}
+		return res, nil
+	}
+	if err != nil {
+		return CreateResult{}, err
+	}
+	if err := b.rename(ctx, m, name); err != nil {
+		return CreateResult{}, err
+	}
+	out := ClaimReport{Pool: spec.Name, Outcome: ClaimWarm, Member: m.Name, Name: name, Duration: time.Since(t0)}
+	if waited {
+		out.Outcome = ClaimWaited
+	}
+	return CreateResult{ID: m.ID, Name: name, Claim: &out}, nil
+}
+
+// claimToolSession opens a tool session on a ready member of opts.Pool (a
+// tools pool): taken atomically, renamed to the session's first container
+// name, its workspace hydrated, its sidecar connected. An empty pool,
+// after opts.PoolWait, gives an ordinary (cold) session made from the
+// pool's template. opts.OnClaim learns which happened.
+func claimToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOptions, copts sandbox.ContainerOptions) (ToolSession, error) {
+	spec := *opts.Pool
+	if err := spec.Check(); err != nil {
+		return nil, err
+	}
+	if spec.Kind != pool.KindTools {
+		return nil, &errdefs.ConfigError{Key: "pool", Reason: errdefs.ErrConflict,
+			Msg: "pool " + spec.Name + " holds " + spec.Kind + " sandboxes; tool sessions claim from tools pools (use podbot create --pool for agent pools)"}
+	}
+	if copts.ID == "" {
+		sid, err := newSessionID()
+		if err != nil {
+			return nil, err
+		}
+		copts.ID = sid
+	}
+	report := func(r ClaimReport) {
+		if opts.OnClaim != nil {
+			opts.OnClaim(r)
+		}
+	}
+	b := NewPoolBackend(conn, PoolOptions{Config: opts.Config, SidecarPath: opts.SidecarPath, WorkspaceRoot: copts.WorkspaceRoot, Logger: opts.Logger})
+	t0 := time.Now()
+	m, waited, err := pool.Claim(ctx, b, spec.Name, opts.PoolWait)
+	if errors.Is(err, pool.ErrEmpty) {
+		s, err := sandbox.NewContainer(ctx, conn, copts)
+		if err != nil {
+			return nil, err
+		}
+		report(ClaimReport{Pool: spec.Name, Outcome: ClaimCold, Duration: time.Since(t0)})
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	name := sandbox.ContainerName(copts.ID, 1)
+	if err := b.rename(ctx, m, name); err != nil {
+		return nil, err
+	}
+	s, err := sandbox.AdoptContainer(ctx, conn, copts, sandbox.PoolMember{ID: m.ID, Name: name, Dir: m.Dir})
+	if err != nil {
+		return nil, err
+	}
+	out := ClaimReport{Pool: spec.Name, Outcome: ClaimWarm, Member: m.Name, Name: name, Duration: time.Since(t0)}
+	if waited {
+		out.Outcome = ClaimWaited
+	}
+	report(out)
+	return s, nil
+}
