@@ -1,0 +1,164 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := OpenStore(filepath.Join(t.TempDir(), "pools"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestReconcileFillsReplacesAndShrinks(t *testing.T) {
+	b := newFake()
+	st := newStore(t)
+	now := time.Now()
+	r := &Refiller{Backend: b, Store: st, MaxAge: time.Hour, Now: func() time.Time { return now }}
+	spec := Spec{Name: "p", Kind: KindTools, Size: 4}
+	got, err := r.Reconcile(context.Background(), spec)
+	if err != nil || got.Ready != 4 || b.count(StateReady) != 4 {
+		t.Fatalf("status %+v, err %v, ready %d", got, err, b.count(StateReady))
+	}
+	// One claimed, one died, one too old, one half-made for too long.
+	b.set("1", StateClaimed, time.Time{})
+	b.set("2", StateFailed, time.Time{})
+	b.set("3", StateReady, now.Add(-2*time.Hour))
+	b.set("4", StateStarting, now.Add(-10*time.Minute))
+	got, err = r.Reconcile(context.Background(), spec)
+	if err != nil || got.Ready != 4 || got.Claimed != 1 {
+		t.Fatalf("status %+v, err %v", got, err)
+	}
+	if b.count(StateReady) != 4 || b.count(StateClaimed) != 1 || len(b.removed) != 3 {
+		t.Fatalf("ready %d claimed %d removed %v", b.count(StateReady), b.count(StateClaimed), b.removed)
+	}
+	spec.Size = 1
+	if got, err = r.Reconcile(context.Background(), spec); err != nil || got.Ready != 1 || b.count(StateClaimed) != 1 {
+		t.Fatalf("after shrink: %+v, %v; claimed %d", got, err, b.count(StateClaimed))
+	}
+	saved, err := st.GetStatus("p")
+	if err != nil || saved.Ready != 1 || saved.Claimed != 1 || saved.UpdatedAt.IsZero() {
+		t.Fatalf("saved %+v, %v", saved, err)
+	}
+}
+
+func TestReconcileBacksOffAndReportsTheError(t *testing.T) {
+	b := newFake()
+	b.createFn = func(Spec) error {
+		return errors.New("image localhost/missing:latest not found\nsecond line")
+	}
+	st := newStore(t)
+	now := time.Now()
+	r := &Refiller{Backend: b, Store: st, Now: func() time.Time { return now }}
+	spec := Spec{Name: "p", Size: 2}
+	got, err := r.Reconcile(context.Background(), spec)
+	if err == nil || got.Failing != 1 || !strings.Contains(got.LastError, "missing") || !got.RetryAt.Equal(now.Add(2*time.Second)) {
+		t.Fatalf("status %+v, err %v", got, err)
+	}
+	creates := b.creates
+	// Within the backoff no create is tried: no hot loop.
+	for range 5 {
+		r.Reconcile(context.Background(), spec)
+	}
+	if b.creates != creates {
+		t.Fatalf("created %d times during backoff", b.creates-creates)
+	}
+	now = now.Add(3 * time.Second)
+	got, _ = r.Reconcile(context.Background(), spec)
+	if got.Failing != 2 || !got.RetryAt.Equal(now.Add(4*time.Second)) {
+		t.Fatalf("second failure: %+v", got)
+	}
+	// A new refiller keeps the backoff (it is in the status file).
+	r2 := &Refiller{Backend: b, Store: st, Now: func() time.Time { return now }}
+	creates = b.creates
+	r2.Reconcile(context.Background(), spec)
+	if b.creates != creates {
+		t.Fatal("a restarted refiller ignored the backoff")
+	}
+	b.createFn = nil
+	now = now.Add(time.Minute)
+	got, err = r.Reconcile(context.Background(), spec)
+	if err != nil || got.Failing != 0 || !got.RetryAt.IsZero() || got.Ready != 2 {
+		t.Fatalf("after recovery: %+v, %v", got, err)
+	}
+}
+
+func TestBackoffBounds(t *testing.T) {
+	if Backoff(0) != 0 || Backoff(1) != 2*time.Second || Backoff(3) != 8*time.Second || Backoff(100) != 5*time.Minute {
+		t.Fatal(Backoff(0), Backoff(1), Backoff(3), Backoff(100))
+	}
+}
+
+func TestStoreRoundTripAndRefusals(t *testing.T) {
+	st := newStore(t)
+	ro := true
+	spec := Spec{Name: "evals", Kind: KindAgent, Size: 3, Network: "none", ReadOnlyRootfs: &ro}
+	if err := st.Put(spec); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Get("evals")
+	if err != nil || got.Size != 3 || got.Kind != KindAgent || got.ReadOnlyRootfs == nil || !*got.ReadOnlyRootfs {
+		t.Fatalf("%+v %v", got, err)
+	}
+	fi, _ := os.Stat(filepath.Join(st.Dir(), "evals.json"))
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	if err := st.PutStatus("evals", Status{LastError: strings.Repeat("x", 5000)}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := st.GetStatus("evals"); len(s.LastError) > maxErrorText+4 {
+		t.Fatalf("error text not bounded: %d", len(s.LastError))
+	}
+	list, err := st.List()
+	if err != nil || len(list) != 1 {
+		t.Fatalf("%v %v", list, err)
+	}
+	if _, err := st.Get("../etc"); err == nil {
+		t.Fatal("path in a pool name accepted")
+	}
+	if _, err := st.Get("nope"); err == nil {
+		t.Fatal("missing pool read")
+	}
+	// A link planted in place of a pool file is not followed.
+	target := filepath.Join(t.TempDir(), "other.json")
+	os.WriteFile(target, []byte(`{"name":"linked","size":1}`), 0o600)
+	if err := os.Symlink(target, filepath.Join(st.Dir(), "linked.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get("linked"); err == nil {
+		t.Fatal("followed a symlink")
+	}
+	// A file naming another pool is refused.
+	os.WriteFile(filepath.Join(st.Dir(), "twin.json"), []byte(`{"name":"evals","size":1}`), 0o600)
+	if _, err := st.Get("twin"); err == nil {
+		t.Fatal("file for another pool accepted")
+	}
+	if err := st.Delete("evals"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get("evals"); err == nil {
+		t.Fatal("deleted pool still there")
+	}
+}
+
+func TestOpenStoreRefusesAnOpenDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "open")
+	os.Mkdir(dir, 0o777)
+	os.Chmod(dir, 0o777)
+	if _, err := OpenStore(dir); err == nil {
+		t.Fatal("world-writable state directory accepted")
+	}
+	if _, err := OpenStore("relative"); err == nil {
+		t.Fatal("relative state directory accepted")
+	}
+}
