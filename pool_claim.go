@@ -117,7 +117,7 @@ func claimToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOp
 	if err := b.rename(ctx, m, name); err != nil {
 		return nil, err
 	}
-	s, err := sandbox.AdoptContainer(ctx, conn, copts, sandbox.PoolMember{ID: m.ID, Name: name, Dir: m.Dir})
+	s, err := sandbox.ClaimPoolMember(ctx, conn, copts, sandbox.PoolMember{ID: m.ID, Name: name, Dir: m.Dir})
 	if err != nil {
 		return nil, err
 	}

@@ -113,14 +113,14 @@ func MemberDir(root, pool, memberID string) (string, error) {
 	return dir, nil
 }
 
-// AdoptContainer opens a tool session on a pool member the caller has
+// ClaimPoolMember opens a tool session on a pool member the caller has
 // taken and renamed to ContainerName(opts.ID, 1). The member's empty
 // workspace becomes the session's: it is hydrated from opts.Mounts, and
 // the session connects to the sidecar the way a new session does. From
 // then on the session is an ordinary one (idle cleanup, recreation after
 // a crash, Close removing container and directory). On failure the
 // container and directory are removed.
-func AdoptContainer(ctx context.Context, conn *engine.Conn, opts ContainerOptions, m PoolMember) (_ *Container, err error) {
+func ClaimPoolMember(ctx context.Context, conn *engine.Conn, opts ContainerOptions, m PoolMember) (_ *Container, err error) {
 	rt, err := newEngineRuntime(conn, opts)
 	if err != nil {
 		return nil, err
