@@ -25,6 +25,9 @@ type Config struct {
 	// Secrets are the credential vault's entries ([[secrets]] in the
 	// config file only; no environment variable or flag sets them).
 	Secrets []Secret
+	// Pools are warm pools declared in the config file ([[pools]]); podbot
+	// pool serve keeps them at size beside those podbot pool create made.
+	Pools []PoolDecl
 }
 
 // GitHub configures the GitHub App that mints installation tokens.

@@ -15,6 +15,10 @@ const (
 	DefaultStartGrace = 2 * time.Minute
 	// DefaultParallel is how many members a refiller creates at once.
 	DefaultParallel = 2
+	// createTimeout bounds one member's create, which runs on a context
+	// detached from the refiller's: a stopping refiller finishes (or
+	// cleans up) the members it is making instead of leaving them half-made.
+	createTimeout = 2 * time.Minute
 	// minBackoff and maxBackoff bound the wait after failed creates.
 	minBackoff = 2 * time.Second
 	maxBackoff = 5 * time.Minute
@@ -116,18 +120,22 @@ func (r *Refiller) Reconcile(ctx context.Context, spec Spec) (Status, error) {
 	if missing > 0 && (st.RetryAt.IsZero() || !now.Before(st.RetryAt)) {
 		made, cerr := r.create(ctx, spec, missing)
 		st.Ready += made
-		if cerr != nil {
+		switch {
+		case cerr != nil && ctx.Err() != nil:
+			// Stopping: not the pool's failure.
+			errs = append(errs, cerr)
+		case cerr != nil:
 			st.Failing++
 			st.LastError, st.LastErrorAt = cerr.Error(), r.now()
 			st.RetryAt = st.LastErrorAt.Add(Backoff(st.Failing))
 			r.logger().Warn("pool member create failed; backing off", "pool", spec.Name, "failing", st.Failing,
 				"retry_in", Backoff(st.Failing), "error", cerr)
 			errs = append(errs, cerr)
-		} else {
+		default:
 			st.Failing, st.RetryAt = 0, time.Time{}
 		}
 	}
-	if len(errs) > 0 && st.LastError == "" {
+	if len(errs) > 0 && st.LastError == "" && ctx.Err() == nil {
 		st.LastError, st.LastErrorAt = errors.Join(errs...).Error(), r.now()
 	}
 	st.UpdatedAt = r.now()
@@ -164,7 +172,9 @@ func (r *Refiller) create(ctx context.Context, spec Spec, n int) (int, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			_, err := r.Backend.Create(ctx, spec)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+			defer cancel()
+			_, err := r.Backend.Create(cctx, spec)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -177,7 +187,7 @@ func (r *Refiller) create(ctx context.Context, spec Spec, n int) (int, error) {
 		}()
 	}
 	wg.Wait()
-	if firstErr == nil && ctx.Err() != nil {
+	if firstErr == nil && ctx.Err() != nil && made < n {
 		firstErr = ctx.Err()
 	}
 	return made, firstErr

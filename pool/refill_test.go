@@ -162,3 +162,18 @@ func TestOpenStoreRefusesAnOpenDirectory(t *testing.T) {
 		t.Fatal("relative state directory accepted")
 	}
 }
+
+func TestReconcileStoppingFinishesCreatesAndCountsNoFailure(t *testing.T) {
+	b := newFake()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.createFn = func(Spec) error {
+		cancel() // the refiller is told to stop while a member is being made
+		return nil
+	}
+	st := newStore(t)
+	r := &Refiller{Backend: b, Store: st, Parallel: 1}
+	got, _ := r.Reconcile(ctx, Spec{Name: "p", Size: 3})
+	if got.Failing != 0 || got.LastError != "" || b.count(StateReady) != 1 || b.creates != 1 {
+		t.Fatalf("status %+v, ready %d, creates %d", got, b.count(StateReady), b.creates)
+	}
+}

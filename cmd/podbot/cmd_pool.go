@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/pool"
 )
@@ -77,13 +78,91 @@ func (f *factory) poolStore() (*pool.Store, error) {
 	return pool.OpenStore(dir)
 }
 
-// poolSpec reads pool name's spec.
+// poolSpec reads pool name's spec: recorded by podbot pool create, else
+// declared in [[pools]].
 func (f *factory) poolSpec(name string) (pool.Spec, error) {
 	st, err := f.poolStore()
 	if err != nil {
 		return pool.Spec{}, err
 	}
-	return st.Get(name)
+	spec, err := st.Get(name)
+	if err == nil || !errors.Is(err, errdefs.ErrNotFound) {
+		return spec, err
+	}
+	declared, derr := f.declaredPools()
+	if derr != nil {
+		return spec, derr
+	}
+	for _, d := range declared {
+		if d.Name == name {
+			return d, nil
+		}
+	}
+	return spec, err
+}
+
+// declaredPools are the [[pools]] of the configuration as specs.
+func (f *factory) declaredPools() ([]pool.Spec, error) {
+	loaded, err := f.config(nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pool.Spec, 0, len(loaded.Config.Pools))
+	for _, d := range loaded.Config.Pools {
+		s := pool.Spec{Name: d.Name, Kind: d.Kind, Size: int(d.Size), Image: d.Image, Network: d.Network,
+			MemoryBytes: d.Memory.Bytes(), NanoCPUs: int64(math.Round(d.CPUs * 1e9)), PidsLimit: d.PidsLimit, ReadOnlyRootfs: d.ReadOnlyRootfs}
+		if err := s.Check(); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// allPools lists the recorded pools and then the declared ones whose
+// names no recorded pool has.
+func (f *factory) allPools() ([]pool.Spec, error) {
+	st, err := f.poolStore()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := st.List()
+	if err != nil {
+		return nil, err
+	}
+	declared, err := f.declaredPools()
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, s := range specs {
+		have[s.Name] = true
+	}
+	for _, d := range declared {
+		if !have[d.Name] {
+			specs = append(specs, d)
+		}
+	}
+	return specs, nil
+}
+
+// refuseDeclared fails for a pool that only [[pools]] declares: the file
+// is where it changes.
+func (f *factory) refuseDeclared(st *pool.Store, name string) error {
+	if _, err := st.Get(name); err == nil || !errors.Is(err, errdefs.ErrNotFound) {
+		return err
+	}
+	declared, err := f.declaredPools()
+	if err != nil {
+		return err
+	}
+	for _, d := range declared {
+		if d.Name == name {
+			return &errdefs.ConfigError{Key: config.PoolsKey, Reason: errdefs.ErrConflict,
+				Msg: "pool " + name + " is declared in the configuration file ([[pools]]); change or remove it there"}
+		}
+	}
+	return nil
 }
 
 // poolBackend connects to the engine and returns its pool backend, set up
@@ -208,7 +287,7 @@ func poolCreateRun(ctx context.Context, f *factory, spec pool.Spec, noFill bool)
 	if err != nil {
 		return err
 	}
-	if _, err := st.Get(spec.Name); err == nil {
+	if _, err := f.poolSpec(spec.Name); err == nil {
 		return &errdefs.ConfigError{Key: "pool", Reason: errdefs.ErrAlreadyExists,
 			Msg: "pool " + spec.Name + " already exists; change its size with `podbot pool resize` or remove it with `podbot pool rm`"}
 	}
@@ -285,7 +364,7 @@ func poolRows(ctx context.Context, f *factory) ([]poolRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	specs, err := st.List()
+	specs, err := f.allPools()
 	if err != nil {
 		return nil, err
 	}
@@ -350,6 +429,9 @@ func newPoolResizeCmd(f *factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := f.refuseDeclared(st, args[0]); err != nil {
+				return err
+			}
 			spec, err := st.Get(args[0])
 			if err != nil {
 				return err
@@ -382,6 +464,9 @@ sandboxes and keep running.`,
 			ctx := cmd.Context()
 			st, err := f.poolStore()
 			if err != nil {
+				return err
+			}
+			if err := f.refuseDeclared(st, args[0]); err != nil {
 				return err
 			}
 			if _, err := st.Get(args[0]); err != nil {
@@ -448,7 +533,7 @@ service.`,
 				return err
 			}
 			f.logger.Info("pool refiller started", "state_dir", st.Dir(), "interval", loaded.Config.Pool.RefillInterval, "max_age", loaded.Config.Pool.MaxAge)
-			err = r.Serve(ctx, st.List, loaded.Config.Pool.RefillInterval)
+			err = r.Serve(ctx, f.allPools, loaded.Config.Pool.RefillInterval)
 			if ctx.Err() != nil {
 				return nil
 			}
