@@ -95,7 +95,7 @@ func TestPoolConcurrentClaims(t *testing.T) {
 		}
 
 		_, stop := p.serve(t, ctx)
-		took := p.waitReady(t, ctx, 4, 2*time.Minute)
+		took := p.waitReady(t, ctx, 4, 30*time.Second) // the bound the README states
 		t.Logf("%s: pool refilled from 0 to 4 ready in %s (refill interval 300ms, 2 creates at a time)", e.Name, took.Round(10*time.Millisecond))
 
 		t.Run("a member killed from outside is replaced", func(t *testing.T) {
