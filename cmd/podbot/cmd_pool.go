@@ -235,6 +235,9 @@ sandbox name).`,
   podbot tools call read_file --pool evals --args '{"path":"."}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("size") {
+				return &usageError{msg: "pool create needs --size N (0 to 64): how many ready members to keep"}
+			}
 			opts.readOnlySet = cmd.Flags().Changed("read-only")
 			spec, err := opts.spec(f, args[0])
 			if err != nil {
@@ -252,7 +255,6 @@ sandbox name).`,
 	fl.Int64Var(&opts.pidsLimit, "pids-limit", 0, "process limit `N`")
 	fl.BoolVar(&opts.readOnly, "read-only", false, "read-only root filesystem")
 	fl.BoolVar(&opts.noFill, "no-fill", false, "only declare the pool; leave creating members to podbot pool serve")
-	_ = cmd.MarkFlagRequired("size")
 	return cmd
 }
 
