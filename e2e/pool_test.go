@@ -309,6 +309,20 @@ func TestPoolFaults(t *testing.T) {
 			}
 		})
 
+		t.Run("engine unreachable", func(t *testing.T) {
+			p := newPoolEnv(t, e, "eu")
+			p.mustRun(t, ctx, "pool", "create", p.name, "--size", "1")
+			// The later --engine-socket wins: the engine is gone for this claim.
+			res := p.run(t, ctx, "--engine-socket", "unix:///nonexistent-"+suite.runID+".sock", "tools", "call", "ls", "--pool", p.name, "--args", `{"path":"."}`)
+			if res.Code != 4 || strings.Contains(res.Stderr, "outcome=") {
+				t.Errorf("claim with the engine gone: exit %d\n%s", res.Code, res.Stderr)
+			}
+			// The member is still there, ready, for the next claim.
+			if r := p.ls(t, ctx); r.Ready != 1 {
+				t.Errorf("after the failed claim: %s", jsonOf(r))
+			}
+		})
+
 		t.Run("refiller killed mid-create", func(t *testing.T) {
 			p := newPoolEnv(t, e, "kc")
 			p.mustRun(t, ctx, "pool", "create", p.name, "--size", "0")

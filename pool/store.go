@@ -43,9 +43,9 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, &errdefs.FilesystemError{Op: "check pool state directory", Path: dir, Err: err}
 	}
-	if !st.IsDir() || st.Mode().Perm()&0o022 != 0 {
+	if !st.IsDir() || st.Mode().Perm()&0o022 != 0 || !ownedByMe(st) {
 		return nil, &errdefs.FilesystemError{Op: "check pool state directory", Path: dir, Reason: errdefs.ErrPermissionDenied,
-			Msg: "the pool state directory must be a real directory others cannot write to; fix its mode or set pool.state_dir"}
+			Msg: "the pool state directory must be a real directory of this user that others cannot write to; fix its owner or mode, or set pool.state_dir"}
 	}
 	return &Store{dir: dir}, nil
 }
