@@ -101,25 +101,33 @@ func claimToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOp
 	}
 	b := NewPoolBackend(conn, PoolOptions{Config: opts.Config, SidecarPath: opts.SidecarPath, WorkspaceRoot: copts.WorkspaceRoot, Logger: opts.Logger})
 	t0 := time.Now()
-	m, waited, err := pool.Claim(ctx, b, spec.Name, opts.PoolWait)
-	if errors.Is(err, pool.ErrEmpty) {
+	cold := func(fallback string) (ToolSession, error) {
 		s, err := sandbox.NewContainer(ctx, conn, copts)
 		if err != nil {
 			return nil, err
 		}
-		report(ClaimReport{Pool: spec.Name, Outcome: ClaimCold, Duration: time.Since(t0)})
+		report(ClaimReport{Pool: spec.Name, Outcome: ClaimCold, Duration: time.Since(t0), Fallback: fallback})
 		return s, nil
+	}
+	m, waited, err := pool.Claim(ctx, b, spec.Name, opts.PoolWait)
+	if errors.Is(err, pool.ErrEmpty) {
+		return cold("")
 	}
 	if err != nil {
 		return nil, err
 	}
 	name := sandbox.ContainerName(copts.ID, 1)
-	if err := b.rename(ctx, m, name); err != nil {
-		return nil, err
-	}
-	s, err := sandbox.ClaimPoolMember(ctx, conn, copts, sandbox.PoolMember{ID: m.ID, Name: name, Dir: m.Dir})
+	s, err := b.adopt(ctx, m, name, copts)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// The member was taken (no one else has it) and is removed by now;
+		// a session still comes, cold.
+		if opts.Logger != nil {
+			opts.Logger.Warn("a taken pool member could not be used; starting cold", "pool", spec.Name, "member", m.Name, "error", err)
+		}
+		return cold(truncateText(err.Error(), 200))
 	}
 	out := ClaimReport{Pool: spec.Name, Outcome: ClaimWarm, Member: m.Name, Name: name, Duration: time.Since(t0)}
 	if waited {
@@ -127,4 +135,25 @@ func claimToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOp
 	}
 	report(out)
 	return s, nil
+}
+
+// adopt renames a taken tools member to name and opens the session on it;
+// on failure the member is gone.
+func (b *PoolBackend) adopt(ctx context.Context, m pool.Member, name string, copts sandbox.ContainerOptions) (ToolSession, error) {
+	if err := b.rename(ctx, m, name); err != nil {
+		return nil, err
+	}
+	s, err := sandbox.ClaimPoolMember(ctx, b.conn, copts, sandbox.PoolMember{ID: m.ID, Name: name, Dir: m.Dir})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// truncateText bounds s to n bytes.
+func truncateText(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }

@@ -68,6 +68,9 @@ type ClaimReport struct {
 	Name string `json:"name,omitempty"`
 	// Duration is how long the claim (or the wait before a cold create) took.
 	Duration time.Duration `json:"duration_ns"`
+	// Fallback, for a cold outcome after a member was taken, says why the
+	// member could not be used (it was removed).
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // PoolOptions are the inputs of NewPoolBackend.

@@ -196,13 +196,30 @@ func (r *Refiller) create(ctx context.Context, spec Spec, n int) (int, error) {
 // Serve reconciles every pool specs returns, every interval, until ctx
 // ends. Errors are logged and kept in the pools' statuses; Serve returns
 // only ctx's error.
+//
+// A pool that disappears from specs (podbot pool rm while a pass was
+// making its members) is drained once: its unclaimed members are removed.
 func (r *Refiller) Serve(ctx context.Context, specs func() ([]Spec, error), interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	seen := map[string]bool{}
 	for {
 		list, err := specs()
 		if err != nil {
 			r.logger().Warn("cannot read the pools", "error", err)
+		} else {
+			now := map[string]bool{}
+			for _, s := range list {
+				now[s.Name] = true
+			}
+			for name := range seen {
+				if !now[name] {
+					if err := r.Drain(ctx, name); err != nil && ctx.Err() == nil {
+						r.logger().Warn("draining a removed pool", "pool", name, "error", err)
+					}
+				}
+			}
+			seen = now
 		}
 		for _, s := range list {
 			if ctx.Err() != nil {
@@ -218,4 +235,23 @@ func (r *Refiller) Serve(ctx context.Context, specs func() ([]Spec, error), inte
 		case <-t.C:
 		}
 	}
+}
+
+// Drain removes every unclaimed member of pool name (ready ones are taken
+// first, so no claimer gets one meanwhile); claimed ones are left alone.
+func (r *Refiller) Drain(ctx context.Context, name string) error {
+	ms, err := r.Backend.Members(ctx, name)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, m := range ms {
+		if m.State == StateClaimed {
+			continue
+		}
+		if err := r.Backend.Remove(ctx, m); err != nil && !errors.Is(err, ErrTaken) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -175,5 +177,45 @@ func TestReconcileStoppingFinishesCreatesAndCountsNoFailure(t *testing.T) {
 	got, _ := r.Reconcile(ctx, Spec{Name: "p", Size: 3})
 	if got.Failing != 0 || got.LastError != "" || b.count(StateReady) != 1 || b.creates != 1 {
 		t.Fatalf("status %+v, ready %d, creates %d", got, b.count(StateReady), b.creates)
+	}
+}
+
+func TestServeDrainsARemovedPool(t *testing.T) {
+	b := newFake()
+	st := newStore(t)
+	r := &Refiller{Backend: b, Store: st}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	specs := []Spec{{Name: "p", Kind: KindTools, Size: 2}}
+	done := make(chan error)
+	go func() {
+		done <- r.Serve(ctx, func() ([]Spec, error) { mu.Lock(); defer mu.Unlock(); return slices.Clone(specs), nil }, 10*time.Millisecond)
+	}()
+	waitFor(t, func() bool { return b.count(StateReady) == 2 })
+	m, _, err := Claim(ctx, b, "p", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return b.count(StateReady) == 2 })
+	mu.Lock()
+	specs = nil // podbot pool rm
+	mu.Unlock()
+	waitFor(t, func() bool { return b.count(StateReady) == 0 })
+	if b.count(StateClaimed) != 1 {
+		t.Fatalf("claimed member %s removed by the drain", m.ID)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for t0 := time.Now(); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Since(t0) > 10*time.Second {
+			t.Fatal("condition not met in 10s")
+		}
 	}
 }

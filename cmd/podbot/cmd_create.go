@@ -224,6 +224,9 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 
 // logClaim reports on stderr how a claim from a pool went.
 func logClaim(f *factory, c podbot.ClaimReport) {
-	f.logger.Info("pool claim", "pool", c.Pool, "outcome", c.Outcome, "member", c.Member, "name", c.Name,
-		"took", c.Duration.Round(time.Microsecond))
+	attrs := []any{"pool", c.Pool, "outcome", c.Outcome, "member", c.Member, "name", c.Name, "took", c.Duration.Round(time.Microsecond)}
+	if c.Fallback != "" {
+		attrs = append(attrs, "fallback", c.Fallback)
+	}
+	f.logger.Info("pool claim", attrs...)
 }
