@@ -263,16 +263,21 @@ func removeMemberDir(m pool.Member) error {
 	return nil
 }
 
-// rename gives a taken member the claimer's name; on failure the member
-// is removed (it is taken, so no one else will use it).
+// rename gives a taken member the claimer's name. When the engine refuses
+// (the name is in use), the member, still unused, is paused again and so
+// goes back to the pool; if even that fails it is removed.
 func (b *PoolBackend) rename(ctx context.Context, m pool.Member, name string) error {
-	if err := b.conn.API().ContainerRename(ctx, m.ID, name); err != nil {
-		rerr := engine.Classify("rename pool member", b.conn.Endpoint().String(), m.Name, err)
-		cctx, cancel := engine.CleanupContext(ctx)
-		defer cancel()
+	err := b.conn.API().ContainerRename(ctx, m.ID, name)
+	if err == nil {
+		return nil
+	}
+	rerr := engine.Classify("rename pool member", b.conn.Endpoint().String(), name, err)
+	cctx, cancel := engine.CleanupContext(ctx)
+	defer cancel()
+	if perr := b.conn.API().ContainerPause(cctx, m.ID); perr != nil {
 		return errors.Join(rerr, b.removeContainer(cctx, m))
 	}
-	return nil
+	return rerr
 }
 
 // applyToolsTemplate overrides the [tools] settings with a pool's template.

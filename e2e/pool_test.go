@@ -309,6 +309,20 @@ func TestPoolFaults(t *testing.T) {
 			}
 		})
 
+		t.Run("a name in use gives the member back", func(t *testing.T) {
+			p := newPoolEnv(t, e, "nu")
+			p.mustRun(t, ctx, "pool", "create", p.name, "--size", "2", "--kind", "agent", "--network", "none")
+			taken := "pbt-" + suite.runID + "-" + e.Name + "-" + p.name
+			p.mustRun(t, ctx, "create", "--pool", p.name, "--name", taken)
+			res := p.run(t, ctx, "create", "--pool", p.name, "--name", taken)
+			if res.Code != 4 || !strings.Contains(res.Stderr, "already") {
+				t.Errorf("claim under a name in use: exit %d\n%s", res.Code, res.Stderr)
+			}
+			if r := p.ls(t, ctx); r.Ready != 1 || r.Claimed != 1 {
+				t.Errorf("the member did not go back to the pool: %s", jsonOf(r))
+			}
+		})
+
 		t.Run("engine unreachable", func(t *testing.T) {
 			p := newPoolEnv(t, e, "eu")
 			p.mustRun(t, ctx, "pool", "create", p.name, "--size", "1")
