@@ -149,6 +149,7 @@ type EmptyError struct {
 	Waited time.Duration
 }
 
+// Error says which pool was empty and how long the claim waited.
 func (e *EmptyError) Error() string {
 	if e.Waited > 0 {
 		return fmt.Sprintf("pool %s had no ready member within %s", e.Pool, e.Waited.Round(time.Millisecond))
