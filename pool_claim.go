@@ -137,15 +137,28 @@ func claimToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOp
 	return s, nil
 }
 
-// adopt renames a taken tools member to name and opens the session on it;
-// on failure the member is gone.
+// adopt renames a taken tools member to name and opens the session on it,
+// the two at once: ownership was settled by Take, and until the rename
+// lands the member only looks like one being made, which nothing else
+// touches for minutes. On failure the member is gone.
 func (b *PoolBackend) adopt(ctx context.Context, m pool.Member, name string, copts sandbox.ContainerOptions) (ToolSession, error) {
-	if err := b.rename(ctx, m, name); err != nil {
-		return nil, err
-	}
+	renamed := make(chan error, 1)
+	go func() {
+		err := b.conn.API().ContainerRename(ctx, m.ID, name)
+		if err != nil {
+			err = engine.Classify("rename pool member", b.conn.Endpoint().String(), name, err)
+		}
+		renamed <- err
+	}()
 	s, err := sandbox.ClaimPoolMember(ctx, b.conn, copts, sandbox.PoolMember{ID: m.ID, Name: name, Dir: m.Dir})
-	if err != nil {
-		return nil, err
+	rerr := <-renamed
+	switch {
+	case err != nil:
+		return nil, err // ClaimPoolMember removed the member
+	case rerr != nil:
+		cctx, cancel := engine.CleanupContext(ctx)
+		defer cancel()
+		return nil, errors.Join(rerr, s.Close(cctx))
 	}
 	return s, nil
 }
