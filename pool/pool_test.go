@@ -124,3 +124,22 @@ func FuzzValidName(f *testing.F) {
 		}
 	})
 }
+
+// claimerBackend claims in one call, as a Kubernetes backend would.
+type claimerBackend struct {
+	*fakeBackend
+	calls int
+}
+
+func (c *claimerBackend) ClaimMember(_ context.Context, pool string, _ time.Duration) (Member, bool, error) {
+	c.calls++
+	return Member{Pool: pool, ID: "bound", State: StateClaimed}, false, nil
+}
+
+func TestClaimUsesAClaimer(t *testing.T) {
+	b := &claimerBackend{fakeBackend: newFake()}
+	m, _, err := Claim(context.Background(), b, "p", 0)
+	if err != nil || m.ID != "bound" || b.calls != 1 {
+		t.Fatalf("%+v %v calls=%d", m, err, b.calls)
+	}
+}
