@@ -58,6 +58,10 @@ type ToolSessionOptions struct {
 	Redactor *creds.Redactor
 	// Logger receives diagnostics.
 	Logger *slog.Logger
+	// SidecarLink is sandbox.SidecarLinkAuto (default: the sidecar's unix
+	// socket where podbot can give the sandbox one, else an exec stream)
+	// or sandbox.SidecarLinkExec.
+	SidecarLink string
 }
 
 // ParseToolBackend accepts "container", "unsafe-local" and its short
@@ -141,6 +145,7 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 		MaxUptime:         t.MaxUptime,
 		EngineSocketPaths: engineSocketPathsOf(conn),
 		Version:           Version,
+		SidecarLink:       opts.SidecarLink,
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,96 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/podbot/podbot/sidecarsock"
+	"github.com/podbot/podbot/tools"
+)
+
+func newLinkedContainer(t *testing.T) (*Container, *fakeRuntime) {
+	t.Helper()
+	s, rt, _ := newFakeContainer(t, nil)
+	rt.withLink = true
+	return s, rt
+}
+
+// TestContainerConnectsOverTheSocket: a session whose container has a
+// link directory reaches its sidecar without an exec, also after Detach.
+func TestContainerConnectsOverTheSocket(t *testing.T) {
+	s, rt := newLinkedContainer(t)
+	if got := shell(t, s, "echo", "hi"); got.Stdout != "hi\n" {
+		t.Fatalf("echo = %+v", got)
+	}
+	if in := s.Info(); in.Link != LinkSocket || rt.attaches != 0 {
+		t.Fatalf("link %q with %d execs; want the socket and none", in.Link, rt.attaches)
+	}
+	for range 3 {
+		s.Detach()
+		mustCall(t, s, tools.LsTool, `{"path":"."}`)
+	}
+	if in := s.Info(); in.Link != LinkSocket || rt.attaches != 0 || rt.starts != 1 {
+		t.Fatalf("after Detach: link %q, %d execs, %d starts; want the socket, none, one", in.Link, rt.attaches, rt.starts)
+	}
+	// The key file is gone from the sandbox's view; podbot's copy is not in it.
+	if _, err := os.Lstat(filepath.Join(s.link.dir, sidecarsock.KeyName)); !os.IsNotExist(err) {
+		t.Fatalf("the key file is still in the link directory: %v", err)
+	}
+}
+
+// TestContainerIgnoresAPlantedSymlink: the sandbox replaces its socket
+// with a link to a host path; podbot neither follows it nor gives up the
+// session, it falls back to an exec stream.
+func TestContainerIgnoresAPlantedSymlink(t *testing.T) {
+	s, rt := newLinkedContainer(t)
+	shell(t, s, "true")
+	sock := filepath.Join(s.link.dir, sidecarsock.SocketName)
+	if err := os.Remove(sock); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "host-file")
+	if err := os.WriteFile(target, []byte("host"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, sock); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(target)
+	s.Detach()
+	mustCall(t, s, tools.LsTool, `{"path":"."}`)
+	if in := s.Info(); in.Link != LinkExec || rt.attaches != 1 {
+		t.Fatalf("link %q with %d execs; want the exec fallback", in.Link, rt.attaches)
+	}
+	after, _ := os.Stat(target)
+	if !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
+		t.Fatal("the symlink's target was touched")
+	}
+}
+
+// TestContainerFallsBackWithoutSocket: a container whose sidecar never
+// listens (an older sidecar, an engine that cannot share the directory)
+// is reached with an exec, and later containers get no link directory.
+func TestContainerFallsBackWithoutSocket(t *testing.T) {
+	s, rt, _ := newFakeContainer(t, nil)
+	rt.silentLink = true
+	shell(t, s, "true")
+	if in := s.Info(); in.Link != LinkExec || rt.attaches != 1 || rt.linkMissed != 1 {
+		t.Fatalf("link %q with %d execs, %d missing sockets", in.Link, rt.attaches, rt.linkMissed)
+	}
+	if _, _, ok := rt.linkOwner(); ok {
+		t.Fatal("the runtime still offers link directories")
+	}
+}
+
+// TestContainerSidecarLinkExec: SidecarLinkExec never makes a link directory.
+func TestContainerSidecarLinkExec(t *testing.T) {
+	s, rt, _ := newFakeContainer(t, func(o *ContainerOptions) { o.SidecarLink = SidecarLinkExec })
+	rt.withLink = true
+	shell(t, s, "true")
+	if in := s.Info(); in.Link != LinkExec || s.link != nil {
+		t.Fatalf("link %q", in.Link)
+	}
+}
