@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,4 +207,42 @@ func toolSessionWith(t testing.TB, ctx context.Context, e engineUnderTest, mutat
 		}
 	})
 	return s, opts.WorkspaceRoot
+}
+
+// sidecarFDs lists, from the host, the descriptor targets of the
+// podbot-sidecar serve processes of container id (children of its init).
+func sidecarFDs(t *testing.T, ctx context.Context, e engineUnderTest, id string) string {
+	t.Helper()
+	info, err := e.API.ContainerInspect(ctx, id)
+	if err != nil || info.State == nil || info.State.Pid == 0 {
+		t.Fatalf("inspect %s: %v", id, err)
+	}
+	pid := strconv.Itoa(info.State.Pid)
+	// A child is listed under the thread that started it.
+	tasks, err := filepath.Glob("/proc/" + pid + "/task/*/children")
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("no tasks of %s: %v", pid, err)
+	}
+	var children []string
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		children = append(children, strings.Fields(string(b))...)
+	}
+	var out []string
+	for _, c := range children {
+		cmdline, _ := os.ReadFile("/proc/" + c + "/cmdline")
+		if !strings.Contains(string(cmdline), "serve") {
+			continue
+		}
+		ents, err := os.ReadDir("/proc/" + c + "/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ent := range ents {
+			if target, err := os.Readlink("/proc/" + c + "/fd/" + ent.Name()); err == nil {
+				out = append(out, target)
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
