@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -75,5 +76,16 @@ func TestInitServeNeedsListen(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"init", "egress"}, io.Discard, io.Discard); code != 2 {
 		t.Fatalf("init egress exited %d, want 2", code)
+	}
+}
+
+func TestRefusalLogIsBounded(t *testing.T) {
+	var buf bytes.Buffer
+	r := &refusalLog{w: &buf}
+	for range 1000 {
+		r.refused(sidecarsock.ErrAuth)
+	}
+	if n := bytes.Count(buf.Bytes(), []byte("\n")); n != maxRefusalLines {
+		t.Fatalf("%d lines logged for 1000 refusals, want %d", n, maxRefusalLines)
 	}
 }
