@@ -246,3 +246,58 @@ func sidecarFDs(t *testing.T, ctx context.Context, e engineUnderTest, id string)
 	}
 	return strings.Join(out, " ")
 }
+
+// TestToolsLinkHandOver: a running sandbox released by one session and
+// adopted by another (as a pool claim does) answers the adopter's first
+// read_file over its socket, with no new container and no exec.
+func TestToolsLinkHandOver(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx := context.Background()
+		a, _ := linkedSession(t, ctx, e, sandbox.SidecarLinkAuto)
+		if _, err := a.Call(ctx, tools.WriteFileTool, json.RawMessage(`{"file_path":"f.txt","content":"handed over\n"}`)); err != nil {
+			t.Fatal(err)
+		}
+		r, ok := a.Release()
+		if !ok {
+			t.Fatal("nothing to release")
+		}
+		since := time.Now()
+		ep, err := engine.ParseEndpoint(e.Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := engine.Connect(ctx, ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		cfg := config.Default()
+		cfg.Tools.Image = toolsImage
+		t0 := time.Now()
+		b, err := podbot.AdoptToolSession(ctx, conn, podbot.ToolSessionOptions{Config: cfg, SidecarPath: filepath.Join(suite.bin, "podbot-sidecar")}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := b.Close(ctx); err != nil {
+				t.Error(err)
+			}
+			if _, err := os.Stat(r.SessionDir); !os.IsNotExist(err) {
+				t.Errorf("the session directory survived the adopter's Close: %v", err)
+			}
+		}()
+		out, err := b.Call(ctx, tools.ReadFileTool, json.RawMessage(`{"file_path":"f.txt"}`))
+		took := time.Since(t0)
+		if err != nil || !strings.Contains(string(out), "handed over") {
+			t.Fatalf("read_file = %s, %v", out, err)
+		}
+		in := b.Info()
+		if in.Link != sandbox.LinkSocket || in.ContainerID != r.ContainerID {
+			t.Fatalf("adopted session: %+v", in)
+		}
+		if ev := execEvents(t, ctx, e, r.ContainerID, since); len(ev) != 0 {
+			t.Fatalf("the hand-over made exec events %v", ev)
+		}
+		t.Logf("%s: adopt and first read_file in %v", e.Name, took)
+	})
+}

@@ -380,8 +380,10 @@ func (s *Container) dropLocked(ctx context.Context, remove bool) error {
 	for _, t := range lc.timers {
 		t.Stop()
 	}
-	lc.st.Close()
-	lc.cs.Close()
+	if lc.st != nil { // nil for an adopted container not yet connected
+		lc.st.Close()
+		lc.cs.Close()
+	}
 	if !remove {
 		return nil
 	}
@@ -398,7 +400,7 @@ func (s *Container) dropLocked(ctx context.Context, remove bool) error {
 func (s *Container) Detach() {
 	s.life.Lock()
 	defer s.life.Unlock()
-	if lc := s.cur; lc != nil && !lc.detached.Swap(true) {
+	if lc := s.cur; lc != nil && !lc.detached.Swap(true) && lc.st != nil {
 		lc.st.Close()
 		lc.cs.Close()
 	}
@@ -424,7 +426,7 @@ func (s *Container) Close(ctx context.Context) error {
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.closed {
-		return nil
+		return nil // closed already, or released
 	}
 	s.closed = true
 	var name string

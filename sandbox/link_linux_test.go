@@ -3,8 +3,10 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/podbot/podbot/sidecarsock"
@@ -92,5 +94,55 @@ func TestContainerSidecarLinkExec(t *testing.T) {
 	shell(t, s, "true")
 	if in := s.Info(); in.Link != LinkExec || s.link != nil {
 		t.Fatalf("link %q", in.Link)
+	}
+}
+
+// TestReleaseAndAdopt: a running container handed from one session to
+// another is reached over its socket with no start and no exec; the
+// adopter's Close removes it and the session directory, the releaser's
+// Close removes nothing.
+func TestReleaseAndAdopt(t *testing.T) {
+	a, rt := newLinkedContainer(t)
+	mustCall(t, a, tools.WriteFileTool, `{"file_path":"f.txt","content":"hi\n"}`)
+	r, ok := a.Release()
+	if !ok || r.ContainerID == "" || r.SessionDir != a.SessionDir() {
+		t.Fatalf("Release = %+v, %v", r, ok)
+	}
+	if err := a.Close(context.Background()); err != nil || rt.live() != 1 {
+		t.Fatalf("the releaser's Close: %v, %d containers left", err, rt.live())
+	}
+	if _, err := a.Call(context.Background(), tools.LsTool, []byte(`{"path":"."}`)); err == nil {
+		t.Fatal("a released session still calls")
+	}
+	b, err := adoptContainer(context.Background(), rt, a.copts, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := mustCall(t, b, tools.ReadFileTool, `{"file_path":"f.txt"}`)
+	if !strings.Contains(string(out), "hi") {
+		t.Fatalf("read_file = %s", out)
+	}
+	if in := b.Info(); in.Link != LinkSocket || in.ContainerID != r.ContainerID || rt.starts != 1 || rt.attaches != 0 {
+		t.Fatalf("adopted: %+v, %d starts, %d execs", in, rt.starts, rt.attaches)
+	}
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(r.SessionDir); !os.IsNotExist(err) || rt.live() != 0 {
+		t.Fatalf("after the adopter's Close: dir %v, %d containers", err, rt.live())
+	}
+}
+
+func TestAdoptRefusesABadHandle(t *testing.T) {
+	rt := newFakeRuntime()
+	for _, r := range []Running{
+		{ContainerID: "c1", SessionDir: "relative/session-x"},
+		{ContainerID: "c1", SessionDir: "/tmp/not-a-session"},
+		{SessionDir: "/tmp/session-x"},
+		{ContainerID: "c1", SessionDir: t.TempDir() + "/session-missing"},
+	} {
+		if _, err := adoptContainer(context.Background(), rt, ContainerOptions{}, r); err == nil {
+			t.Errorf("adopted %+v", r)
+		}
 	}
 }
