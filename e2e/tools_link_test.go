@@ -301,3 +301,33 @@ func TestToolsLinkHandOver(t *testing.T) {
 		t.Logf("%s: adopt and first read_file in %v", e.Name, took)
 	})
 }
+
+// TestToolsLinkRemovedWithContainer: podbot rm of a released tool
+// container removes its link directory and key, not the workspace.
+func TestToolsLinkRemovedWithContainer(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx := context.Background()
+		a, _ := linkedSession(t, ctx, e, sandbox.SidecarLinkAuto)
+		r, ok := a.Release()
+		if !ok {
+			t.Fatal("nothing to release")
+		}
+		link := filepath.Join(r.SessionDir, "sidecar")
+		if _, err := os.Stat(link); err != nil {
+			t.Fatal(err)
+		}
+		res := runPodbot(t, ctx, e, "rm", "--force", r.ContainerName)
+		if res.Code != 0 {
+			t.Fatalf("podbot rm: %d\n%s", res.Code, res.Stderr)
+		}
+		for _, gone := range []string{link, filepath.Join(r.SessionDir, "sidecar.key")} {
+			if _, err := os.Lstat(gone); !os.IsNotExist(err) {
+				t.Errorf("%s survived podbot rm: %v", gone, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(r.SessionDir, "workspace")); err != nil {
+			t.Errorf("the workspace went too: %v", err)
+		}
+		os.RemoveAll(r.SessionDir)
+	})
+}
