@@ -74,6 +74,11 @@ func adoptContainer(_ context.Context, rt runtime, opts ContainerOptions, r Runn
 		return nil, &errdefs.ConfigError{Key: "session_dir", Reason: errdefs.ErrInvalidValue,
 			Msg: "a released container needs its container id and an absolute session directory named " + sessionPrefix + "<id>"}
 	}
+	// Close removes the whole directory: it must be one podbot made.
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || !ownedByMe(fi) {
+		return nil, &errdefs.FilesystemError{Op: "adopt session", Path: dir, Reason: errdefs.ErrRefused,
+			Msg: "a released session's directory must be a real directory of this user, mode 0700", Err: err}
+	}
 	ws := filepath.Join(dir, workspaceSubdir)
 	if fi, err := os.Lstat(ws); err != nil || !fi.IsDir() {
 		return nil, &errdefs.FilesystemError{Op: "adopt session", Path: ws, Reason: errdefs.ErrNotFound,

@@ -146,3 +146,24 @@ func TestAdoptRefusesABadHandle(t *testing.T) {
 		}
 	}
 }
+
+func TestAdoptRefusesAnOpenOrLinkedDirectory(t *testing.T) {
+	rt := newFakeRuntime()
+	root := t.TempDir()
+	open := filepath.Join(root, "session-open")
+	if err := os.MkdirAll(filepath.Join(open, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	linked := filepath.Join(root, "session-linked")
+	if err := os.Symlink(open, linked); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{open, linked} {
+		if _, err := adoptContainer(context.Background(), rt, ContainerOptions{}, Running{ContainerID: "c1", SessionDir: dir}); err == nil {
+			t.Errorf("adopted %s", dir)
+		}
+	}
+}

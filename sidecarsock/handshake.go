@@ -22,6 +22,19 @@ const (
 	KeyName = "key"
 )
 
+// Names in a sandbox's private host directory (the parent of its link
+// directory, which the sandbox never sees).
+const (
+	// LinkDirName is the link directory, bind-mounted into the sandbox.
+	LinkDirName = "sidecar"
+	// HostKeyName is podbot's copy of the link key, beside the link
+	// directory and never mounted.
+	HostKeyName = "sidecar.key"
+)
+
+// Target is where a sandbox sees its link directory.
+const Target = "/run/podbot-sidecar"
+
 // KeySize is the size of a link key in bytes.
 const KeySize = 32
 

@@ -14,19 +14,6 @@ import (
 	"github.com/podbot/podbot/errdefs"
 )
 
-// Names in a sandbox's private host directory (the parent of its link
-// directory, which the sandbox never sees).
-const (
-	// LinkDirName is the link directory, bind-mounted into the sandbox.
-	LinkDirName = "sidecar"
-	// HostKeyName is podbot's copy of the link key, beside the link
-	// directory and never mounted.
-	HostKeyName = "sidecar.key"
-)
-
-// Target is where a sandbox sees its link directory.
-const Target = "/run/podbot-sidecar"
-
 // Prepare makes the link directory of the sandbox whose private host
 // directory is parent (which must exist and be podbot's own): parent/sidecar,
 // mode 0700, owned by uid:gid, holding a fresh key file (0400, owned by
