@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -88,4 +89,65 @@ func TestRefusalLogIsBounded(t *testing.T) {
 	if n := bytes.Count(buf.Bytes(), []byte("\n")); n != maxRefusalLines {
 		t.Fatalf("%d lines logged for 1000 refusals, want %d", n, maxRefusalLines)
 	}
+}
+
+// TestServeSocketBoundsConnections: connections that never finish the
+// handshake hold at most maxSocketConns slots, each for at most the
+// handshake timeout; one more is closed at once instead of queueing, and
+// podbot gets in again as soon as a slot frees.
+func TestServeSocketBoundsConnections(t *testing.T) {
+	dir, key, err := sidecarsock.Prepare(t.TempDir(), os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, err := sidecarsock.TakeKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := tools.NewWorkspace(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go serveSocket(ctx, newServer(ws, serveOptions{}), dir, taken, io.Discard)
+	sock := dir + "/" + sidecarsock.SocketName
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for len(held) < maxSocketConns {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		held = append(held, c)
+	}
+	time.Sleep(100 * time.Millisecond) // let the server take them all
+	dctx, dcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer dcancel()
+	start := time.Now()
+	if _, err := sidecarsock.Dial(dctx, dir, os.Getuid(), key); err == nil {
+		t.Fatal("a connection past the limit was served")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the connection past the limit waited %v instead of being closed", d)
+	}
+	held[0].Close()
+	held = held[1:]
+	var c net.Conn
+	for i := 0; i < 100; i++ {
+		if c, err = sidecarsock.Dial(dctx, dir, os.Getuid(), key); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("podbot did not get a freed slot: %v", err)
+	}
+	c.Close()
 }
