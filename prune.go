@@ -56,7 +56,8 @@ type PruneResult struct {
 }
 
 // Prune removes podbot's stopped containers (exited, dead, or created and
-// never started for over a minute) and dangling images podbot built (label
+// never started for over a minute; a tool session's sidecar link
+// directory with its container) and dangling images podbot built (label
 // podbot.image.content). Running containers and other images are never
 // touched. A failed removal does not stop the others; the failures are
 // returned joined, with the result listing only what was removed.
@@ -79,9 +80,16 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 			continue
 		}
 		if !opts.DryRun {
+			var link string
+			if info, err := conn.Inspect(ctx, c.ID, false); err == nil {
+				link = sidecarLinkDirOf(info)
+			}
 			if err := conn.Remove(ctx, c.ID, false); err != nil {
 				errs = append(errs, err)
 				continue
+			}
+			if err := removeSidecarLink(link); err != nil {
+				errs = append(errs, err)
 			}
 			if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
 				if err := removeEgress(ctx, conn, c.Name, c.Labels[LabelEgressDir]); err != nil {

@@ -58,6 +58,10 @@ type ToolSessionOptions struct {
 	Redactor *creds.Redactor
 	// Logger receives diagnostics.
 	Logger *slog.Logger
+	// SidecarLink is sandbox.SidecarLinkAuto (default: the sidecar's unix
+	// socket where podbot can give the sandbox one, else an exec stream)
+	// or sandbox.SidecarLinkExec.
+	SidecarLink string
 }
 
 // ParseToolBackend accepts "container", "unsafe-local" and its short
@@ -117,31 +121,7 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 		}
 		return l, nil
 	}
-	unlimitedIfZero := func(v int64) int64 {
-		if v == 0 {
-			return -1
-		}
-		return v
-	}
-	ro, batch := t.ReadOnlyRootfs, t.BatchScheduling
-	image := toolsFirstSet(opts.Image, t.Image)
-	c, err := sandbox.NewContainer(ctx, conn, sandbox.ContainerOptions{
-		Options:           common,
-		Image:             image,
-		SidecarPath:       opts.SidecarPath,
-		User:              t.User,
-		Network:           t.Network,
-		PidsLimit:         unlimitedIfZero(t.PidsLimit),
-		MemoryBytes:       unlimitedIfZero(t.Memory.Bytes()),
-		NanoCPUs:          unlimitedIfZero(int64(math.Round(t.CPUs * 1e9))),
-		CPUSet:            t.CPUSet,
-		ReadOnlyRootfs:    &ro,
-		BatchScheduling:   &batch,
-		IdleTimeout:       t.IdleTimeout,
-		MaxUptime:         t.MaxUptime,
-		EngineSocketPaths: engineSocketPathsOf(conn),
-		Version:           Version,
-	})
+	c, err := sandbox.NewContainer(ctx, conn, containerOptions(conn, opts, common))
 	if err != nil {
 		return nil, err
 	}
@@ -162,4 +142,60 @@ func toolsFirstSet(vals ...string) string {
 		}
 	}
 	return ""
+}
+
+// containerOptions are the container backend's options for opts.
+func containerOptions(conn *engine.Conn, opts ToolSessionOptions, common sandbox.Options) sandbox.ContainerOptions {
+	t := opts.Config.Tools
+	unlimitedIfZero := func(v int64) int64 {
+		if v == 0 {
+			return -1
+		}
+		return v
+	}
+	ro, batch := t.ReadOnlyRootfs, t.BatchScheduling
+	image := toolsFirstSet(opts.Image, t.Image)
+	return sandbox.ContainerOptions{
+		Options:           common,
+		Image:             image,
+		SidecarPath:       opts.SidecarPath,
+		User:              t.User,
+		Network:           t.Network,
+		PidsLimit:         unlimitedIfZero(t.PidsLimit),
+		MemoryBytes:       unlimitedIfZero(t.Memory.Bytes()),
+		NanoCPUs:          unlimitedIfZero(int64(math.Round(t.CPUs * 1e9))),
+		CPUSet:            t.CPUSet,
+		ReadOnlyRootfs:    &ro,
+		BatchScheduling:   &batch,
+		IdleTimeout:       t.IdleTimeout,
+		MaxUptime:         t.MaxUptime,
+		EngineSocketPaths: engineSocketPathsOf(conn),
+		Version:           Version,
+		SidecarLink:       opts.SidecarLink,
+	}
+}
+
+// ToolRunning is a running tool-session container handed from one holder
+// to another; see AdoptToolSession.
+type ToolRunning = sandbox.Running
+
+// AdoptToolSession returns a container tool session for a running
+// container that another session released (sandbox.Container.Release),
+// in this process or another, with the options it was opened with. No
+// container is created and no exec is made: the first call connects over
+// the container's sidecar socket when it has one. Close removes the
+// container and the session directory.
+func AdoptToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOptions, r ToolRunning) (ToolSession, error) {
+	common := sandbox.Options{
+		ShellTimeout:     opts.Config.Tools.ShellTimeout,
+		AllowedHostRoots: opts.Config.Tools.AllowedHostRoots,
+		OnEvent:          opts.OnEvent,
+		Redactor:         opts.Redactor,
+		Logger:           opts.Logger,
+	}
+	c, err := sandbox.AdoptContainer(ctx, conn, containerOptions(conn, opts, common), r)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
