@@ -217,9 +217,24 @@ type k8sExecResult struct {
 	code           int
 }
 
+// k8sTransport picks the streaming protocol of one exec.
+type k8sTransport int
+
+const (
+	k8sFallback  k8sTransport = iota // WebSocket, SPDY when the server refuses the upgrade (as kubectl does)
+	k8sWebSocket                     // WebSocket only
+	k8sSPDY                          // SPDY only
+)
+
 // exec runs cmd in the Pod's container through the API server's pods/exec
 // subresource: WebSocket first, SPDY when the server refuses the upgrade.
 func (c k8sTestCluster) exec(t *testing.T, ctx context.Context, ns, pod string, stdin string, cmd ...string) k8sExecResult {
+	t.Helper()
+	return c.execVia(t, ctx, k8sFallback, ns, pod, stdin, cmd...)
+}
+
+// execVia is exec over the given transport.
+func (c k8sTestCluster) execVia(t *testing.T, ctx context.Context, via k8sTransport, ns, pod string, stdin string, cmd ...string) k8sExecResult {
 	t.Helper()
 	opts := &corev1.PodExecOptions{
 		Container: "sandbox",
@@ -239,11 +254,19 @@ func (c k8sTestCluster) exec(t *testing.T, ctx context.Context, ns, pod string, 
 	if err != nil {
 		t.Fatalf("spdy executor: %v", err)
 	}
-	executor, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		t.Fatalf("fallback executor: %v", err)
+	var executor remotecommand.Executor
+	switch via {
+	case k8sWebSocket:
+		executor = ws
+	case k8sSPDY:
+		executor = spdy
+	default:
+		executor, err = remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
+		if err != nil {
+			t.Fatalf("fallback executor: %v", err)
+		}
 	}
 	var stdout, stderr bytes.Buffer
 	streams := remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}
@@ -288,11 +311,17 @@ func TestK8sClusterSmoke(t *testing.T) {
 		t.Fatalf("exec id: exit %d, stdout %q, stderr %q; want uid and gid 65534", id.code, id.stdout, id.stderr)
 	}
 
-	if r := c.exec(t, ctx, ns, "smoke", "", "sh", "-c", "echo out; echo err >&2; exit 7"); r.code != 7 || r.stdout != "out\n" || r.stderr != "err\n" {
-		t.Errorf("exec exit 7: got exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
-	}
-	if r := c.exec(t, ctx, ns, "smoke", "through stdin\n", "cat"); r.code != 0 || r.stdout != "through stdin\n" {
-		t.Errorf("exec cat: got exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	// Each transport on its own: stdout and stderr apart, the exit status, stdin.
+	for _, tr := range []struct {
+		name string
+		via  k8sTransport
+	}{{"websocket", k8sWebSocket}, {"spdy", k8sSPDY}} {
+		if r := c.execVia(t, ctx, tr.via, ns, "smoke", "", "sh", "-c", "echo out; echo err >&2; exit 7"); r.code != 7 || r.stdout != "out\n" || r.stderr != "err\n" {
+			t.Errorf("%s: exec exit 7: got exit %d, stdout %q, stderr %q", tr.name, r.code, r.stdout, r.stderr)
+		}
+		if r := c.execVia(t, ctx, tr.via, ns, "smoke", "through stdin\n", "cat"); r.code != 0 || r.stdout != "through stdin\n" {
+			t.Errorf("%s: exec cat: got exit %d, stdout %q, stderr %q", tr.name, r.code, r.stdout, r.stderr)
+		}
 	}
 
 	// The hardening as the process inside sees it: no capabilities, no new

@@ -2,16 +2,20 @@
 # k8s.sh build|up|down|env|status|kubectl: a real single-node Kubernetes cluster
 # on this machine, built from source, for podbot's Kubernetes tests.
 #
-#   build   build etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-#           kubelet and kubectl from their Go modules into
-#           <state>/bin/<version>/. Cached: a binary already built is kept.
+#   build   build kube-apiserver, kube-controller-manager, kube-scheduler,
+#           kubelet and kubectl (into <state>/bin/<kubernetes version>/) and
+#           etcd (into <state>/bin/etcd-<etcd version>/) from their Go modules.
+#           Cached: a binary already built is kept.
 #   up      build (if needed), install containerd, runc and the CNI plugins if
 #           missing, write certificates, kubeconfigs and configuration, start
 #           containerd, etcd, the control plane and the kubelet, wait until the
 #           node is Ready, and import the podbot sandbox image into containerd.
 #           Reuses components that already run. Everything listens on
 #           127.0.0.1 only.
-#   down    stop everything `up` started (Pods first), keep the state.
+#   down    delete every Pod (through the API, so the kubelet stops them and
+#           releases their network), stop everything `up` started, unmount
+#           what the kubelet and containerd mounted and remove the Pod bridge.
+#           Certificates, etcd data, binaries and imported images stay.
 #   env     print the environment the e2e tests and kubectl read:
 #             export KUBECONFIG=<state>/admin.kubeconfig
 #             export PODBOT_E2E_KUBECONFIG=<state>/admin.kubeconfig
@@ -20,6 +24,7 @@
 #           Use it as: source <(scripts/k8s.sh env)
 #   status  report each component (pid, health); non-zero when one is down.
 #   kubectl ARGS...  run the built kubectl against the cluster.
+#   help    print this text.
 #
 # Environment:
 #   PODBOT_STATE_DIR       state root (default: <checkout>/.state); cluster state
@@ -28,8 +33,16 @@
 #   PODBOT_K8S_TIMEOUT     seconds to wait for each component (default 120)
 #   PODBOT_K8S_IMAGE       sandbox image to import (default podbot-sandbox:latest),
 #                          exported from the engine PODBOT_E2E_DOCKER_SOCKET or
-#                          PODBOT_E2E_PODMAN_SOCKET names (scripts/engines.sh env)
+#                          PODBOT_E2E_PODMAN_SOCKET names, else from the engines
+#                          scripts/engines.sh runs for the same state root
 #   PODBOT_K8S_NO_IMPORT   set to 1 to skip the image import
+#
+# The state directory holds pki/ (the cluster CA and every key, 0600 in a
+# 0700 directory), the kubeconfigs (0600), etcd/, containerd/ (its own config
+# and root: it shares nothing with dockerd's containerd), cni/ (a bridge +
+# host-local + loopback network, 10.213.0.0/24), kubelet/ and logs/<component>.log.
+# Sockets and pid files go in <state>/run, or in /run/podbot-k8s-<hash> when
+# the state path is too long for unix sockets.
 #
 # Needs root (containerd, runc and the kubelet manage namespaces, mounts and
 # cgroups). There is no systemd on the machines this targets: every component
@@ -61,6 +74,7 @@ readonly node_name=127.0.0.1
 readonly service_cidr=10.214.0.0/16
 # Away from Podman's (10.88/16) and Docker's (172.17/16) defaults.
 readonly node_pod_cidr=10.213.0.0/24
+readonly bridge=podbot-k8s0
 readonly pause_image=podbot.test/k8s/pause:1
 
 die() {
@@ -138,7 +152,12 @@ build_module() {
 		}
 	fi
 	tmp=$(mktemp -d "$out/.build.XXXXXX")
-	log "building $module $version: ${pkgs[*]##*/} (nice -n 19; minutes on a cold cache)"
+	local names=() p
+	for p in "${pkgs[@]}"; do
+		p=${p%/v[0-9]*}
+		names+=("${p##*/}")
+	done
+	log "building $module $version: ${names[*]} (nice -n 19; minutes on a cold cache)"
 	if ! (cd -- "$dir" && nice -n 19 go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp/" "${pkgs[@]}"); then
 		rm -rf -- "$tmp"
 		die "building $module $version failed (see above)"
@@ -380,7 +399,7 @@ EOF
   "plugins": [
     {
       "type": "bridge",
-      "bridge": "podbot-k8s0",
+      "bridge": "$bridge",
       "isGateway": true,
       "ipMasq": false,
       "hairpinMode": true,
@@ -713,10 +732,15 @@ import_pause() {
 	log "imported $pause_image"
 }
 
-# engine_socket prints the first engine socket the environment names (docker first).
+# engine_socket prints the first engine socket the environment names (docker
+# first), or else the first one scripts/engines.sh runs for this state root.
 engine_socket() {
-	local s
-	for s in "${PODBOT_E2E_DOCKER_SOCKET:-}" "${PODBOT_E2E_PODMAN_SOCKET:-}"; do
+	local s docker=${PODBOT_E2E_DOCKER_SOCKET:-} podman=${PODBOT_E2E_PODMAN_SOCKET:-}
+	if [[ -z $docker && -z $podman ]]; then
+		eval "$("$repo/scripts/engines.sh" env)"
+		docker=${PODBOT_E2E_DOCKER_SOCKET:-} podman=${PODBOT_E2E_PODMAN_SOCKET:-}
+	fi
+	for s in "$docker" "$podman"; do
 		s=${s#unix://}
 		if [[ -n $s && -S $s ]]; then
 			echo "$s"
@@ -733,7 +757,7 @@ import_image() {
 	local sock id stamp
 	stamp=$state/images/$(printf '%s' "$image" | tr -c 'A-Za-z0-9._-' _).id
 	if ! sock=$(engine_socket); then
-		die "no engine to export $image from: set PODBOT_E2E_DOCKER_SOCKET or PODBOT_E2E_PODMAN_SOCKET (source <(scripts/engines.sh env)), or PODBOT_K8S_NO_IMPORT=1"
+		die "no engine to export $image from: start them (make image, or scripts/engines.sh up), name one in PODBOT_E2E_DOCKER_SOCKET or PODBOT_E2E_PODMAN_SOCKET (source <(scripts/engines.sh env)), or set PODBOT_K8S_NO_IMPORT=1"
 	fi
 	local ref=$image
 	[[ $ref == */* ]] || ref=localhost/$ref
@@ -802,6 +826,15 @@ down() {
 		done
 	fi
 	stop containerd containerd
+	# The kubelet bind-mounts its root directory onto itself (and Pod volumes
+	# under it); containerd mounts each sandbox's /dev/shm under its state.
+	local m
+	while read -r m; do
+		umount -- "$m" 2>/dev/null || umount -l -- "$m" 2>/dev/null || log "warning: could not unmount $m"
+	done < <(awk -v s="$state/" -v r="$run/" 'index($5, s) == 1 || index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+	if [[ -e /sys/class/net/$bridge ]]; then
+		ip link delete "$bridge" 2>/dev/null || log "warning: could not delete the bridge $bridge"
+	fi
 }
 
 print_env() {
