@@ -383,6 +383,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
   BinaryName = "$(command -v runc)"
+  # runc's own state beside containerd's, not in the shared /run/containerd/runc.
+  Root = "$run/runc"
   SystemdCgroup = false
 
 [plugins."io.containerd.grpc.v1.cri".cni]
