@@ -68,8 +68,9 @@ readonly kubelet_healthz_port=20248
 readonly controller_manager_port=20257
 readonly scheduler_port=20259
 # The node registers under its IP: a hostname override that is an IP is
-# taken as the node's address as is, while a looked-up or configured
-# loopback address is refused by the kubelet.
+# taken as the node's address as is. The kubelet refuses a loopback --node-ip,
+# and a hostname that resolves to 127.0.0.1 gets the default route's interface
+# address instead, where a kubelet listening on 127.0.0.1 cannot be reached.
 readonly node_name=127.0.0.1
 readonly service_cidr=10.214.0.0/16
 # Away from Podman's (10.88/16) and Docker's (172.17/16) defaults.
