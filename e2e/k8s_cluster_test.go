@@ -339,6 +339,14 @@ func TestK8sClusterSmoke(t *testing.T) {
 		t.Errorf("a service-account token is mounted; want none")
 	}
 
+	// The test network reaches the bridge only: no default route out of the machine.
+	routes := c.exec(t, ctx, ns, "smoke", "", "cat", "/proc/net/route")
+	for _, line := range strings.Split(routes.stdout, "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 1 && f[1] == "00000000" {
+			t.Errorf("the Pod has a default route (%s); want the bridge subnet only:\n%s", line, routes.stdout)
+		}
+	}
+
 	logs, err := pods.GetLogs("smoke", &corev1.PodLogOptions{Container: "sandbox", LimitBytes: ptr(int64(4096))}).DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("logs: %v", err)

@@ -393,8 +393,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   conf_dir = "$state/cni/net.d"
   max_conf_num = 1
 EOF
-	# Pods talk to each other and the host on a private bridge; no masquerade,
-	# so nothing leaves the machine.
+	# Pods talk to each other and the host on a private bridge, and to nothing
+	# else: no default route, no masquerade. (The bridge plugin enforces no
+	# NetworkPolicy.)
 	write_file "$state/cni/net.d/10-podbot-test.conflist" 0644 <<EOF
 {
   "cniVersion": "0.4.0",
@@ -409,8 +410,7 @@ EOF
       "ipam": {
         "type": "host-local",
         "dataDir": "$state/cni/ipam",
-        "ranges": [[{"subnet": "$node_pod_cidr"}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
+        "ranges": [[{"subnet": "$node_pod_cidr"}]]
       }
     },
     {"type": "loopback"}
