@@ -153,6 +153,9 @@ build_module() {
 		}
 	fi
 	tmp=$(mktemp -d "$out/.build.XXXXXX")
+	# An interrupted build leaves nothing half-written behind.
+	# shellcheck disable=SC2064 # $tmp is fixed now
+	trap "rm -rf -- '$tmp'" EXIT
 	local names=() p
 	for p in "${pkgs[@]}"; do
 		p=${p%/v[0-9]*}
@@ -166,6 +169,7 @@ build_module() {
 	local f
 	for f in "$tmp"/*; do mv -f -- "$f" "$out/"; done
 	rmdir -- "$tmp"
+	trap - EXIT
 }
 
 # staging_replaces prints a replace line for every staging module
