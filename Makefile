@@ -11,9 +11,10 @@ VERSION    := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' version.go)
 LDFLAGS    := -s -w
 GO_PKGS    := $(shell go list ./... 2>/dev/null | grep -v /e2e)
 ENGINES    := scripts/engines.sh
+K8S        := scripts/k8s.sh
 FUZZTIME   ?= 10s
 
-.PHONY: all build deps peers engines engines-down image demo check vet fmt-check test race test-e2e bench fuzz clean
+.PHONY: all build deps peers engines engines-down k8s k8s-down image demo check vet fmt-check test race test-e2e test-k8s bench fuzz clean
 
 all: build
 
@@ -33,6 +34,14 @@ engines:
 
 engines-down:
 	$(ENGINES) down
+
+## k8s: build (first run only) and start the single-node test cluster, loopback only;
+## point kubectl at it with: source <(scripts/k8s.sh env)
+k8s: engines image
+	source <($(ENGINES) env) && $(K8S) up
+
+k8s-down:
+	$(K8S) down
 
 # Agent CLIs baked into the agent image (claude, codex, or none), and the
 # host's extra CA certificates, which npm needs inside the build when a
@@ -61,7 +70,7 @@ demo: build engines peers image
 ## The e2e suite needs the agent image's nested Podman, not its agent CLIs, so check builds it
 ## without them (the CLIs add minutes); make demo builds the full image.
 check: PODBOT_AGENTS = none
-check: vet fmt-check race test-e2e
+check: vet fmt-check race test-e2e test-k8s
 
 vet:
 	go vet ./...
@@ -86,7 +95,16 @@ peers:
 ## test-e2e: real Podman and real dockerd (started here), real peers
 test-e2e: build engines peers image
 	source <($(ENGINES) env) && source <(scripts/peers.sh env) && \
-	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 20m -v ./e2e/ 2>&1 | tee $(CURDIR)/.e2e.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e_test' ; \
+	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 20m -v -skip '^TestK8s' ./e2e/ 2>&1 | tee $(CURDIR)/.e2e.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e_test' ; \
+	  exit $${PIPESTATUS[0]}
+
+## test-k8s: the Kubernetes e2e tests against a real single-node cluster built from
+## source (scripts/k8s.sh up: etcd, control plane, kubelet over containerd and runc,
+## the sandbox image imported without a registry). The cluster stays up for the next
+## run; `make k8s-down` stops it.
+test-k8s: build engines image
+	source <($(ENGINES) env) && $(K8S) up && source <($(K8S) env) && \
+	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 10m -v -run '^TestK8s' ./e2e/ 2>&1 | tee $(CURDIR)/.e2e-k8s.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|k8s_cluster_test' ; \
 	  exit $${PIPESTATUS[0]}
 
 ## bench: hot-path benchmarks, each printed with its ratio to a baseline measured in the same run

@@ -239,19 +239,25 @@ type RemoveOptions struct {
 }
 
 // Remove resolves ref (see ResolveContainer) and removes the container and
-// its anonymous volumes. A running container needs Force.
+// its anonymous volumes, and a tool session's sidecar link directory. A
+// running container needs Force.
 func Remove(ctx context.Context, conn *engine.Conn, ref string, opts RemoveOptions) (Container, error) {
 	c, err := ResolveContainer(ctx, conn, ref, opts.Any)
 	if err != nil {
 		return Container{}, err
 	}
+	var link string
+	if info, err := conn.Inspect(ctx, c.ID, false); err == nil {
+		link = sidecarLinkDirOf(info)
+	}
 	if err := conn.Remove(ctx, c.ID, opts.Force); err != nil {
 		return c, err
 	}
+	err = removeSidecarLink(link)
 	if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
-		return c, removeEgress(ctx, conn, c.Name, c.Labels[LabelEgressDir])
+		err = errors.Join(err, removeEgress(ctx, conn, c.Name, c.Labels[LabelEgressDir]))
 	}
-	return c, nil
+	return c, err
 }
 
 // LogsOptions are the inputs of Logs.

@@ -178,7 +178,7 @@ func (b *PoolBackend) Create(ctx context.Context, spec pool.Spec) (pool.Member, 
 	switch spec.Kind {
 	case pool.KindTools:
 		topts := ToolSessionOptions{Config: b.opts.Config, SidecarPath: b.opts.SidecarPath, Pool: &spec}
-		copts := toolContainerOptions(b.conn, topts, sandbox.Options{ID: id, WorkspaceRoot: b.workspaceRoot(), Logger: b.opts.Logger})
+		copts := containerOptions(b.conn, topts, sandbox.Options{ID: id, WorkspaceRoot: b.workspaceRoot(), Logger: b.opts.Logger})
 		pm, err := sandbox.StartPoolMember(ctx, b.conn, copts, spec.Name, id, name, labels)
 		if err != nil {
 			return pool.Member{}, err

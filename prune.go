@@ -69,7 +69,8 @@ type PruneResult struct {
 }
 
 // Prune removes podbot's stopped containers (exited, dead, or created and
-// never started for over a minute), half-made pool members (running but
+// never started for over a minute; a tool session's sidecar link
+// directory with its container), half-made pool members (running but
 // never parked for over a minute: their refiller died; a ready member is
 // paused and left alone) and dangling images podbot built (label
 // podbot.image.content). Running containers and other images are never
@@ -103,9 +104,16 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 			continue
 		}
 		if !opts.DryRun {
+			var link string
+			if info, err := conn.Inspect(ctx, c.ID, false); err == nil {
+				link = sidecarLinkDirOf(info)
+			}
 			if err := conn.Remove(ctx, c.ID, force); err != nil {
 				errs = append(errs, err)
 				continue
+			}
+			if err := removeSidecarLink(link); err != nil {
+				errs = append(errs, err)
 			}
 			if member {
 				if err := removeMemberDir(pool.Member{Pool: c.Labels[launchplan.LabelPool], Name: c.Name, Dir: c.Labels[launchplan.LabelPoolDir]}); err != nil {

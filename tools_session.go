@@ -69,6 +69,10 @@ type ToolSessionOptions struct {
 	PoolWait time.Duration
 	// OnClaim, when set, learns how a Pool claim went.
 	OnClaim func(ClaimReport)
+	// SidecarLink is sandbox.SidecarLinkAuto (default: the sidecar's unix
+	// socket where podbot can give the sandbox one, else an exec stream)
+	// or sandbox.SidecarLinkExec.
+	SidecarLink string
 }
 
 // ParseToolBackend accepts "container", "unsafe-local" and its short
@@ -132,7 +136,7 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 		}
 		return l, nil
 	}
-	copts := toolContainerOptions(conn, opts, common)
+	copts := containerOptions(conn, opts, common)
 	if opts.Pool != nil {
 		return claimToolSession(ctx, conn, opts, copts)
 	}
@@ -141,41 +145,6 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 		return nil, err
 	}
 	return c, nil
-}
-
-// toolContainerOptions maps the configuration's [tools] section, opts'
-// overrides and opts.Pool's template to the container backend's options.
-// Pool members are made from the same options, so a claimed member and a
-// cold session get the same plan.
-func toolContainerOptions(conn *engine.Conn, opts ToolSessionOptions, common sandbox.Options) sandbox.ContainerOptions {
-	t := opts.Config.Tools
-	if opts.Pool != nil {
-		applyToolsTemplate(&t, *opts.Pool)
-	}
-	unlimitedIfZero := func(v int64) int64 {
-		if v == 0 {
-			return -1
-		}
-		return v
-	}
-	ro, batch := t.ReadOnlyRootfs, t.BatchScheduling
-	return sandbox.ContainerOptions{
-		Options:           common,
-		Image:             toolsFirstSet(opts.Image, t.Image),
-		SidecarPath:       opts.SidecarPath,
-		User:              t.User,
-		Network:           t.Network,
-		PidsLimit:         unlimitedIfZero(t.PidsLimit),
-		MemoryBytes:       unlimitedIfZero(t.Memory.Bytes()),
-		NanoCPUs:          unlimitedIfZero(int64(math.Round(t.CPUs * 1e9))),
-		CPUSet:            t.CPUSet,
-		ReadOnlyRootfs:    &ro,
-		BatchScheduling:   &batch,
-		IdleTimeout:       t.IdleTimeout,
-		MaxUptime:         t.MaxUptime,
-		EngineSocketPaths: engineSocketPathsOf(conn),
-		Version:           Version,
-	}
 }
 
 func engineSocketPathsOf(conn *engine.Conn) []string {
@@ -192,4 +161,66 @@ func toolsFirstSet(vals ...string) string {
 		}
 	}
 	return ""
+}
+
+// containerOptions maps the configuration's [tools] section, opts'
+// overrides and opts.Pool's template to the container backend's options.
+// Pool members are made from the same options, so a claimed member and a
+// cold session get the same plan.
+func containerOptions(conn *engine.Conn, opts ToolSessionOptions, common sandbox.Options) sandbox.ContainerOptions {
+	t := opts.Config.Tools
+	if opts.Pool != nil {
+		applyToolsTemplate(&t, *opts.Pool)
+	}
+	unlimitedIfZero := func(v int64) int64 {
+		if v == 0 {
+			return -1
+		}
+		return v
+	}
+	ro, batch := t.ReadOnlyRootfs, t.BatchScheduling
+	image := toolsFirstSet(opts.Image, t.Image)
+	return sandbox.ContainerOptions{
+		Options:           common,
+		Image:             image,
+		SidecarPath:       opts.SidecarPath,
+		User:              t.User,
+		Network:           t.Network,
+		PidsLimit:         unlimitedIfZero(t.PidsLimit),
+		MemoryBytes:       unlimitedIfZero(t.Memory.Bytes()),
+		NanoCPUs:          unlimitedIfZero(int64(math.Round(t.CPUs * 1e9))),
+		CPUSet:            t.CPUSet,
+		ReadOnlyRootfs:    &ro,
+		BatchScheduling:   &batch,
+		IdleTimeout:       t.IdleTimeout,
+		MaxUptime:         t.MaxUptime,
+		EngineSocketPaths: engineSocketPathsOf(conn),
+		Version:           Version,
+		SidecarLink:       opts.SidecarLink,
+	}
+}
+
+// ToolRunning is a running tool-session container handed from one holder
+// to another; see AdoptToolSession.
+type ToolRunning = sandbox.Running
+
+// AdoptToolSession returns a container tool session for a running
+// container that another session released (sandbox.Container.Release),
+// in this process or another, with the options it was opened with. No
+// container is created and no exec is made: the first call connects over
+// the container's sidecar socket when it has one. Close removes the
+// container and the session directory.
+func AdoptToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOptions, r ToolRunning) (ToolSession, error) {
+	common := sandbox.Options{
+		ShellTimeout:     opts.Config.Tools.ShellTimeout,
+		AllowedHostRoots: opts.Config.Tools.AllowedHostRoots,
+		OnEvent:          opts.OnEvent,
+		Redactor:         opts.Redactor,
+		Logger:           opts.Logger,
+	}
+	c, err := sandbox.AdoptContainer(ctx, conn, containerOptions(conn, opts, common), r)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

@@ -47,6 +47,7 @@ type Container struct {
 	cur         *live
 	closed      bool
 	shared      bool // workspace permissions opened to the container user
+	link        *sessionLink
 	generation  int
 	recreations int
 
@@ -58,13 +59,15 @@ type Container struct {
 type live struct {
 	id, name  string
 	cpus      string
+	link      string // LinkSocket or LinkExec
 	st        *stream
 	cs        *mcp.ClientSession
 	startedAt time.Time
 	timers    []*time.Timer
+	detached  atomic.Bool // Detach closed the stream on purpose
 }
 
-func (lc *live) dead() bool { return lc.st.dead() }
+func (lc *live) dead() bool { return lc.detached.Load() || lc.st.dead() }
 
 // NewContainer prepares a container session on conn. Nothing is created
 // in the engine until the first call; the workspace directory is made (and
@@ -116,7 +119,7 @@ func (s *Container) Info() Info {
 	defer s.life.Unlock()
 	in := Info{ID: s.id, Backend: BackendContainer, WorkspaceDir: s.ws, Recreations: s.recreations}
 	if s.cur != nil {
-		in.ContainerID, in.ContainerName, in.StartedAt, in.CPUSet = s.cur.id, s.cur.name, s.cur.startedAt, s.cur.cpus
+		in.ContainerID, in.ContainerName, in.StartedAt, in.CPUSet, in.Link = s.cur.id, s.cur.name, s.cur.startedAt, s.cur.cpus, s.cur.link
 	}
 	if n := s.lastUsed.Load(); n != 0 {
 		in.LastUsedAt = time.Unix(0, n)
@@ -210,27 +213,16 @@ func (s *Container) acquireAfter(ctx context.Context, failed *live) (*live, erro
 	return s.cur, nil
 }
 
-// recoverLocked replaces the dead current container's stream: a new stream
-// into the same container if it still runs, else a new container with the
-// workspace intact.
+// recoverLocked replaces the dead (or detached) current container's
+// stream: a new stream into the same container if it still runs, else a
+// new container with the workspace intact.
 func (s *Container) recoverLocked(ctx context.Context) error {
 	old := s.cur
 	s.dropLocked(ctx, false)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
-	running, err := s.rt.running(rctx, old.id)
-	if err == nil && running {
-		st, err := s.rt.attach(rctx, old.id)
-		if err == nil {
-			var cs *mcp.ClientSession
-			if cs, err = connectSidecar(ctx, st, s.copts.Version, old.name); err == nil {
-				s.cur = &live{id: old.id, name: old.name, cpus: old.cpus, st: st, cs: cs, startedAt: old.startedAt}
-				s.armTimersLocked(s.cur)
-				s.lifecycle(EventReconnected, old.name, 0)
-				return nil
-			}
-		}
-		s.logger.Warn("cannot reattach to the running sandbox; recreating it", "container", old.name, "error", err)
+	if s.reconnectLocked(ctx, rctx, old) {
+		return nil
 	}
 	if err := s.rt.remove(rctx, old.id); err != nil {
 		s.logger.Warn("cannot remove the failed sandbox", "container", old.name, "error", err)
@@ -239,6 +231,37 @@ func (s *Container) recoverLocked(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// reconnectLocked connects anew to old's container: over its socket if it
+// has one (which answering proves the container runs), else, if the engine
+// says it still runs, over a new exec. It reports whether it connected.
+func (s *Container) reconnectLocked(ctx, rctx context.Context, old *live) bool {
+	var st *stream
+	var link string
+	var err error
+	if s.link != nil {
+		st, link, err = s.connectStream(rctx, old.id, old.name, false)
+	} else {
+		var running bool
+		if running, err = s.rt.running(rctx, old.id); err == nil && !running {
+			return false
+		}
+		if err == nil {
+			st, link, err = s.connectStream(rctx, old.id, old.name, false)
+		}
+	}
+	if err == nil {
+		var cs *mcp.ClientSession
+		if cs, err = connectSidecar(ctx, st, s.copts.Version, old.name); err == nil {
+			s.cur = &live{id: old.id, name: old.name, cpus: old.cpus, link: link, st: st, cs: cs, startedAt: old.startedAt}
+			s.armTimersLocked(s.cur)
+			s.lifecycle(EventReconnected, old.name, 0)
+			return true
+		}
+	}
+	s.logger.Warn("cannot reattach to the running sandbox; recreating it", "container", old.name, "error", err)
+	return false
 }
 
 // startLocked creates and starts a container and connects to its sidecar.
@@ -257,7 +280,8 @@ func (s *Container) startLocked(ctx context.Context, afterFailure bool) error {
 	s.generation++
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
-	sc, err := s.rt.start(dctx, containerSpec{sessionID: s.id, name: s.containerName(), workspaceDir: s.ws})
+	linkDir := s.prepareLinkLocked()
+	sc, err := s.rt.start(dctx, containerSpec{sessionID: s.id, name: s.containerName(), workspaceDir: s.ws, linkDir: linkDir})
 	if err != nil {
 		return err
 	}
@@ -270,7 +294,7 @@ func (s *Container) startLocked(ctx context.Context, afterFailure bool) error {
 		}
 		return err
 	}
-	st, err := s.rt.attach(dctx, sc.id)
+	st, link, err := s.connectStream(dctx, sc.id, sc.name, true)
 	if err != nil {
 		return fail(err)
 	}
@@ -278,7 +302,7 @@ func (s *Container) startLocked(ctx context.Context, afterFailure bool) error {
 	if err != nil {
 		return fail(err)
 	}
-	lc := &live{id: sc.id, name: sc.name, cpus: sc.cpus, st: st, cs: cs, startedAt: s.now()}
+	lc := &live{id: sc.id, name: sc.name, cpus: sc.cpus, link: link, st: st, cs: cs, startedAt: s.now()}
 	s.cur = lc
 	s.armTimersLocked(lc)
 	s.lifecycle(EventStarted, sc.name, s.now().Sub(t0))
@@ -360,14 +384,30 @@ func (s *Container) dropLocked(ctx context.Context, remove bool) error {
 	for _, t := range lc.timers {
 		t.Stop()
 	}
-	lc.st.Close()
-	lc.cs.Close()
+	if lc.st != nil { // nil for an adopted container not yet connected
+		lc.st.Close()
+		lc.cs.Close()
+	}
 	if !remove {
 		return nil
 	}
 	cctx, cancel := engine.CleanupContext(ctx)
 	defer cancel()
 	return s.rt.remove(cctx, lc.id)
+}
+
+// Detach closes the connection to the sidecar and leaves the container
+// running, its timers armed: the next call connects to it again, over
+// the session's socket when it has one (no exec), else with an exec. A
+// host that hands a running sandbox from one holder to another uses it,
+// and it measures what that second connection costs.
+func (s *Container) Detach() {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if lc := s.cur; lc != nil && !lc.detached.Swap(true) && lc.st != nil {
+		lc.st.Close()
+		lc.cs.Close()
+	}
 }
 
 // Clone returns a new container session with the same settings whose
@@ -390,7 +430,7 @@ func (s *Container) Close(ctx context.Context) error {
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.closed {
-		return nil
+		return nil // closed already, or released
 	}
 	s.closed = true
 	var name string

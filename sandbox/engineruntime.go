@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/sidecarsock"
 	"github.com/podbot/podbot/tools"
 )
 
@@ -38,6 +40,9 @@ type engineRuntime struct {
 	// pinRefused is set once the engine refused a CPU placement podbot
 	// chose by itself: later containers start unpinned at once.
 	pinRefused atomic.Bool
+	// noLink is set once a container's sidecar socket never appeared:
+	// later containers start without a link directory.
+	noLink atomic.Bool
 }
 
 func newEngineRuntime(conn *engine.Conn, opts ContainerOptions) (*engineRuntime, error) {
@@ -98,7 +103,7 @@ func (r *engineRuntime) plan(spec containerSpec, cpus string) (launchplan.Plan, 
 		Image:       o.Image,
 		Name:        spec.name,
 		SessionID:   spec.sessionID,
-		InitCommand: []string{SidecarTarget, "init"},
+		InitCommand: r.initCommand(spec),
 		Workspace: launchplan.Workspace{Strategy: launchplan.WorkspaceHostMount,
 			HostPath: spec.workspaceDir, ContainerPath: tools.WorkspaceName},
 		EngineSocketPaths: o.EngineSocketPaths,
@@ -115,9 +120,51 @@ func (r *engineRuntime) plan(spec containerSpec, cpus string) (launchplan.Plan, 
 	for k, v := range spec.labels {
 		plan.Labels[k] = v
 	}
-	err = plan.Apply(WithSidecarMount(r.sidecar), withExecTmp(*ro), launchplan.WithCPUSet(cpus))
+	err = plan.Apply(WithSidecarMount(r.sidecar), withExecTmp(*ro), launchplan.WithCPUSet(cpus), withLinkMount(spec.linkDir))
 	return plan, err
 }
+
+// initCommand is the container's command: podbot-sidecar init, which with
+// a link directory also starts the sidecar serving on its socket.
+func (r *engineRuntime) initCommand(spec containerSpec) []string {
+	if spec.linkDir == "" {
+		return []string{SidecarTarget, "init"}
+	}
+	serve := sidecarServeCommand(r.opts.NanoCPUs, r.opts.BatchScheduling == nil || *r.opts.BatchScheduling)
+	argv := []string{SidecarTarget, "init", "serve", "--listen", sidecarsock.Target}
+	return append(argv, serve[2:]...)
+}
+
+// withLinkMount bind-mounts a session's link directory (if any) read-write
+// at sidecarsock.Target.
+func withLinkMount(dir string) launchplan.Option {
+	return func(p *launchplan.Plan) error {
+		if dir == "" {
+			return nil
+		}
+		for _, m := range p.Mounts {
+			if m.Target == sidecarsock.Target {
+				return &errdefs.ConfigError{Key: "sidecar", Reason: errdefs.ErrConflict,
+					Msg: "another mount already claims " + sidecarsock.Target}
+			}
+		}
+		p.Mounts = append(p.Mounts, launchplan.Mount{Source: dir, Target: sidecarsock.Target, Origin: "sidecar socket"})
+		return nil
+	}
+}
+
+// linkOwner gives link directories to the container user when podbot
+// runs as root on Linux, the user is numeric and no earlier socket failed
+// to appear; a rootless engine maps the container's users to other host
+// ids, and there the session keeps the exec stream.
+func (r *engineRuntime) linkOwner() (uid, gid int, ok bool) {
+	if goruntime.GOOS != "linux" || os.Geteuid() != 0 || r.noLink.Load() {
+		return 0, 0, false
+	}
+	return parseNumericUser(r.user)
+}
+
+func (r *engineRuntime) linkMissing() { r.noLink.Store(true) }
 
 // WithSidecarMount bind-mounts the host's podbot-sidecar binary read-only at
 // SidecarTarget. Plan.Apply runs the socket guard over it; a plan that

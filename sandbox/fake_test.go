@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"sync"
 
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/sidecarsock"
 	"github.com/podbot/podbot/tools"
 )
 
@@ -21,6 +24,12 @@ type fakeRuntime struct {
 	starts     int
 	attaches   int
 	removed    []string
+	// withLink makes containers serve on their link directory's socket,
+	// as podbot-sidecar init serve --listen does.
+	withLink bool
+	// silentLink gives containers a link directory but no sidecar on it.
+	silentLink bool
+	linkMissed int
 }
 
 type fakeContainer struct {
@@ -38,7 +47,24 @@ func (f *fakeRuntime) start(_ context.Context, spec containerSpec) (startedConta
 	f.starts++
 	c := &fakeContainer{id: fmt.Sprintf("c%d", f.n), name: spec.name, dir: spec.workspaceDir, running: true}
 	f.containers[c.id] = c
+	if spec.linkDir != "" && !f.silentLink {
+		if err := c.serveLink(spec.linkDir); err != nil {
+			return startedContainer{}, err
+		}
+	}
 	return startedContainer{id: c.id, name: c.name}, nil
+}
+
+func (f *fakeRuntime) linkOwner() (int, int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return os.Getuid(), os.Getgid(), (f.withLink || f.silentLink) && f.linkMissed == 0
+}
+
+func (f *fakeRuntime) linkMissing() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.linkMissed++
 }
 
 func (f *fakeRuntime) attach(_ context.Context, id string) (*stream, error) {
@@ -138,3 +164,52 @@ func (f *fakeRuntime) live() int {
 }
 
 var errNoEvent = errors.New("event not seen")
+
+// serveLink takes the link key and serves the tools on the link socket.
+func (c *fakeContainer) serveLink(dir string) error {
+	key, err := sidecarsock.TakeKey(dir)
+	if err != nil {
+		return err
+	}
+	l, err := sidecarsock.Listen(dir)
+	if err != nil {
+		return err
+	}
+	ws, err := tools.NewWorkspace(c.dir)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	srv := tools.NewMCPServer(ws, "test")
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+			go func() {
+				defer conn.Close()
+				if sidecarsock.Server(conn, key) != nil {
+					return
+				}
+				if ss, err := srv.Connect(context.Background(), &tools.LineTransport{Reader: conn, Writer: conn, DirectRead: true}, nil); err == nil {
+					ss.Wait()
+				}
+			}()
+		}
+	}()
+	c.kills = append(c.kills, func() {
+		l.Close()
+		mu.Lock()
+		for _, conn := range conns {
+			conn.Close()
+		}
+		mu.Unlock()
+	})
+	return nil
+}

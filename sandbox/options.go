@@ -78,6 +78,12 @@ type ContainerOptions struct {
 	Labels map[string]string
 	// Version is podbot's version, recorded in a label and announced to the sidecar.
 	Version string
+	// SidecarLink is how the host reaches the sidecar: SidecarLinkAuto
+	// (also "") uses a unix socket in a per-session link directory where
+	// the runtime can give the container one (podbot as root on Linux, a
+	// numeric user) and an exec stream elsewhere; SidecarLinkExec always
+	// uses an exec stream.
+	SidecarLink string
 }
 
 // LocalOptions configure the unsafe local backend.

@@ -19,6 +19,13 @@ type runtime interface {
 	running(ctx context.Context, id string) (bool, error)
 	// remove force-removes the container; a missing one is not an error.
 	remove(ctx context.Context, id string) error
+	// linkOwner is the host uid:gid a session's link directory is given
+	// to (the sidecar's user), or false when the runtime cannot give its
+	// containers one (see sidecarsock).
+	linkOwner() (uid, gid int, ok bool)
+	// linkMissing notes that a new container's sidecar socket never
+	// appeared: later containers are started without one.
+	linkMissing()
 }
 
 // containerSpec is what start needs to know about the session.
@@ -29,6 +36,9 @@ type containerSpec struct {
 	// labels are podbot's own labels for the container (a pool member's),
 	// added after the plan's reserved-key check.
 	labels map[string]string
+	// linkDir, when set, is the session's link directory: it is mounted
+	// at sidecarsock.Target and init starts the sidecar serving there.
+	linkDir string
 }
 
 // startedContainer identifies a started container.

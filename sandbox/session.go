@@ -62,6 +62,9 @@ type Info struct {
 	StartedAt time.Time `json:"started_at,omitzero"`
 	// LastUsedAt is when the last tool call ended; zero before the first.
 	LastUsedAt time.Time `json:"last_used_at,omitzero"`
+	// Link is how the host reaches the current container's sidecar:
+	// LinkSocket (no exec) or LinkExec; empty when none runs.
+	Link string `json:"link,omitempty"`
 	// Recreations counts containers recreated after an unexpected exit.
 	Recreations int `json:"recreations"`
 }

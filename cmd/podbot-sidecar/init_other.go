@@ -8,6 +8,6 @@ import (
 )
 
 // initLoop is only meaningful as a Linux container's PID 1.
-func initLoop(context.Context) error {
+func initLoop(context.Context, []string) error {
 	return errors.New("init is only supported on unix")
 }

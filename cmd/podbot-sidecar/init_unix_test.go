@@ -14,7 +14,7 @@ import (
 func TestInitLoopReapsAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- initLoop(ctx) }()
+	go func() { done <- initLoop(ctx, nil) }()
 
 	cmd := exec.Command("true")
 	if err := cmd.Start(); err != nil {

@@ -15,7 +15,10 @@ const usage = `usage: podbot-sidecar <command> [flags]
 
 commands:
   serve [--root DIR] [--tmp DIR]   serve the podbot tools over MCP on stdio
-  init                             run as PID 1: stay alive, reap zombies
+  init [serve --listen DIR [FLAGS]]
+                                   run as PID 1: stay alive, reap zombies;
+                                   with serve, also start the tool server
+                                   on the socket in DIR (once)
   egress --listen ADDR --policy FILE --log FILE [--upstream-ca FILE]
          [--secrets FILE --ca-cert FILE --ca-key FILE]
                                    serve the egress proxy; reload the policy
@@ -72,10 +75,20 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return runEgress(ctx, opts, stderr)
 	case "init":
-		if len(args) > 1 {
-			return fmt.Errorf("%w: init takes no arguments", errUsage)
+		if len(args) == 1 {
+			return initLoop(ctx, nil)
 		}
-		return initLoop(ctx)
+		if args[1] != "serve" {
+			return fmt.Errorf("%w: init takes nothing, or serve and its flags", errUsage)
+		}
+		opts, err := parseServe(args[2:], stderr)
+		if err != nil {
+			return err
+		}
+		if opts.listen == "" {
+			return fmt.Errorf("%w: init serve needs --listen DIR (a served stdio would be the container's)", errUsage)
+		}
+		return initLoop(ctx, args[1:])
 	case "netlock":
 		blocked, err := parseNetlock(args[1:], stderr)
 		if err != nil {

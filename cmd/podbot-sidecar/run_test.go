@@ -18,7 +18,7 @@ func TestRun(t *testing.T) {
 		{args: []string{"help"}, code: 0, stdout: "usage: podbot-sidecar"},
 		{args: nil, code: 2, stderr: "a command is required"},
 		{args: []string{"bogus"}, code: 2, stderr: `unknown command "bogus"`},
-		{args: []string{"init", "extra"}, code: 2, stderr: "init takes no arguments"},
+		{args: []string{"init", "extra"}, code: 2, stderr: "init takes nothing, or serve and its flags"},
 		{args: []string{"serve", "--nope"}, code: 2, stderr: "flag provided but not defined"},
 		{args: []string{"serve", "pos"}, code: 2, stderr: "no positional arguments"},
 		{args: []string{"serve", "--root", "/no/such/podbot/dir"}, code: 1, stderr: "workspace directory must exist"},

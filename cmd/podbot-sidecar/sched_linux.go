@@ -57,3 +57,14 @@ func batchThreads() (int, error) {
 	}
 	return changed, nil
 }
+
+// undumpable clears the process's dumpable flag: its /proc files become
+// root's, and no process without CAP_SYS_PTRACE (none in a sandbox) can
+// ptrace it or read its memory. Commands it starts are dumpable again
+// after their execve.
+func undumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
+	}
+	return nil
+}

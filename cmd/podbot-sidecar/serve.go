@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/podbot/podbot/sidecarsock"
 	"github.com/podbot/podbot/tools"
 )
 
@@ -31,6 +32,9 @@ type serveOptions struct {
 	// batch runs the sidecar, and so the commands it starts, under
 	// SCHED_BATCH (see serve).
 	batch bool
+	// listen, when set, is the sandbox's link directory: the sidecar
+	// serves MCP on a unix socket there instead of stdio (see serveSocket).
+	listen string
 }
 
 func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
@@ -42,6 +46,7 @@ func parseServe(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.BoolVar(&opts.structured, "structured", true, "also return each result as structured content (podbot's host reads only the JSON text and passes --structured=false)")
 	fs.BoolVar(&opts.batch, "batch", false, "run the sidecar and the commands it starts under SCHED_BATCH (Linux): the sidecar's own wake-ups then never preempt a command on its CPU (podbot passes it)")
 	fs.IntVar(&opts.procs, "gomaxprocs", 0, "run the sidecar's Go code on at most this many CPUs at once; 0 keeps Go's default (podbot passes the sandbox's CPU limit, rounded up); commands are not affected")
+	fs.StringVar(&opts.listen, "listen", "", "serve on a unix socket in this link directory instead of stdio, to hosts that prove they hold the key podbot left there (podbot passes it through init)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return opts, err
@@ -78,12 +83,27 @@ func serve(ctx context.Context, opts serveOptions, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "podbot-sidecar: serving without SCHED_BATCH: %v\n", err)
 		}
 	}
+	var key []byte
+	if opts.listen != "" {
+		// Before the key is read: no process of the sandbox user may
+		// then read this one's memory or descriptors through /proc or ptrace.
+		if err := undumpable(); err != nil {
+			return err
+		}
+		var err error
+		if key, err = sidecarsock.TakeKey(opts.listen); err != nil {
+			return err
+		}
+	}
 	ws, err := tools.NewWorkspace(opts.root, tools.WithEnv(os.Environ()), tools.WithTempDir(opts.tmp))
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
 	server := newServer(ws, opts)
+	if opts.listen != "" {
+		return serveSocket(ctx, server, opts.listen, key, stderr)
+	}
 	// A polled stdin is closed promptly, so each request can be decoded on
 	// the SDK's own reading goroutine.
 	stdin, polled := pollable(os.Stdin)
