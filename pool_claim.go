@@ -137,8 +137,9 @@ func claimToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOp
 	return s, nil
 }
 
-// adopt renames a taken tools member to name and opens the session on it,
-// the two at once: ownership was settled by Take, and until the rename
+// adopt renames a taken tools member to name and opens the session on it
+// (sandbox.ClaimPoolMember: over the member's link socket when it has
+// one, so no exec), the two at once: ownership was settled by Take, and until the rename
 // lands the member only looks like one being made, which nothing else
 // touches for minutes. On failure the member is gone.
 func (b *PoolBackend) adopt(ctx context.Context, m pool.Member, name string, copts sandbox.ContainerOptions) (ToolSession, error) {
@@ -150,7 +151,7 @@ func (b *PoolBackend) adopt(ctx context.Context, m pool.Member, name string, cop
 		}
 		renamed <- err
 	}()
-	s, err := sandbox.ClaimPoolMember(ctx, b.conn, copts, sandbox.PoolMember{ID: m.ID, Name: name, Dir: m.Dir})
+	s, err := sandbox.ClaimPoolMember(ctx, b.conn, copts, sandbox.Running{ContainerID: m.ID, ContainerName: name, SessionDir: m.Dir})
 	rerr := <-renamed
 	switch {
 	case err != nil:

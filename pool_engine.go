@@ -161,8 +161,10 @@ func (b *PoolBackend) memberDir(poolName, id string) (string, error) {
 }
 
 // Create makes one member of spec: created and started exactly as a
-// sandbox of its kind from the pool's template, checked (a tools member's
-// sidecar answers the MCP handshake), then paused.
+// sandbox of its kind from the pool's template, checked, then paused. A
+// tools member is a tool session's first container (link directory and
+// key included) whose sidecar answered the MCP handshake, released
+// (sandbox.StartPoolMember) so that a claim adopts it.
 func (b *PoolBackend) Create(ctx context.Context, spec pool.Spec) (pool.Member, error) {
 	if err := spec.Check(); err != nil {
 		return pool.Member{}, err
@@ -179,11 +181,11 @@ func (b *PoolBackend) Create(ctx context.Context, spec pool.Spec) (pool.Member, 
 	case pool.KindTools:
 		topts := ToolSessionOptions{Config: b.opts.Config, SidecarPath: b.opts.SidecarPath, Pool: &spec}
 		copts := containerOptions(b.conn, topts, sandbox.Options{ID: id, WorkspaceRoot: b.workspaceRoot(), Logger: b.opts.Logger})
-		pm, err := sandbox.StartPoolMember(ctx, b.conn, copts, spec.Name, id, name, labels)
+		r, err := sandbox.StartPoolMember(ctx, b.conn, copts, spec.Name, id, name, labels)
 		if err != nil {
 			return pool.Member{}, err
 		}
-		m.ID, m.Dir = pm.ID, pm.Dir
+		m.ID, m.Dir = r.ContainerID, r.SessionDir
 	case pool.KindAgent:
 		copts, err := createOptionsFor(spec, b.opts.Config, b.opts.SidecarPath, b.opts.Environ)
 		if err != nil {

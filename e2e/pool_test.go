@@ -200,7 +200,8 @@ func TestPoolConcurrentClaims(t *testing.T) {
 // TestPoolClaimedToolSessionLikeCold runs the tools suite's hostile-input
 // cases (path confinement, pids limit, read-only root, network none) on a
 // session claimed from a pool, and checks that the claimed workspace is
-// hydrated and the CLI's tools call --pool reports a warm claim.
+// hydrated, that the claim made no exec (it connects over the member's
+// link socket) and that the CLI's tools call --pool reports a warm claim.
 func TestPoolClaimedToolSessionLikeCold(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -217,6 +218,7 @@ func TestPoolClaimedToolSessionLikeCold(t *testing.T) {
 		})
 		var outcome podbot.ClaimReport
 		var events []string
+		since := time.Now().Add(-time.Second)
 		s, err := podbot.NewToolSession(ctx, conn, podbot.ToolSessionOptions{
 			Config: cfg, SidecarPath: filepath.Join(suite.bin, "podbot-sidecar"), WorkspaceRoot: root,
 			Mounts: []podbot.ToolHostMount{{HostPath: src}}, Pool: &spec,
@@ -233,6 +235,11 @@ func TestPoolClaimedToolSessionLikeCold(t *testing.T) {
 		rf, err := sandbox.Invoke[tools.ReadFileResult](ctx, s, tools.ReadFileTool, tools.ReadFileParams{FilePath: filepath.Base(src) + "/notes.txt"})
 		if err != nil || !strings.Contains(rf.Content, "alpha") {
 			t.Fatalf("hydrated file in the claimed workspace: %+v, %v", rf, err)
+		}
+		// The member was made with a link socket; the claim adopts it
+		// over that socket, so the engine saw no exec into it.
+		if link, ex := s.Info().Link, execEvents(t, ctx, e, s.Info().ContainerID, since); link != sandbox.LinkSocket || len(ex) != 0 {
+			t.Errorf("claimed session reaches its sidecar over %q with exec events %v; want the socket and none", link, ex)
 		}
 		checkHostileInputs(t, ctx, s)
 		if id, err := shellCall(ctx, s, 0, "id", "-u"); err != nil || id.Stdout != "65534\n" {

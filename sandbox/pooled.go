@@ -16,71 +16,64 @@ import (
 // under the workspace root: pool-<pool>-<member id>.
 const MemberDirPrefix = "pool-"
 
-// PoolMember is a tool-session container made ahead of a claim: running,
-// its sidecar answered the MCP handshake once, its /workspace an empty
-// host directory.
-type PoolMember struct {
-	// ID and Name identify the container.
-	ID, Name string
-	// Dir is the member's host directory; Dir/workspace is its /workspace.
-	Dir string
+// memberStart is what a pool member's container gets besides a session's
+// plan: its own name and podbot's pool labels.
+type memberStart struct {
+	name   string
+	labels map[string]string
 }
 
-// StartPoolMember creates and starts one tools pool member named name,
-// with exactly the plan a tool session of opts gets, plus labels (podbot's
-// own pool labels), its workspace an empty directory
-// <workspace root>/pool-<pool>-<memberID>. It checks that the sidecar
-// answers the MCP handshake, then closes that stream. On failure the
-// container and directory are removed.
-func StartPoolMember(ctx context.Context, conn *engine.Conn, opts ContainerOptions, pool, memberID, name string, labels map[string]string) (m PoolMember, err error) {
+// StartPoolMember makes one tools pool member named name: an ordinary
+// tool session of opts (no mounts) whose first container starts now, with
+// exactly a session's plan, link directory and key, plus labels (podbot's
+// own pool labels), its session directory <workspace root>/pool-<pool>-
+// <memberID> with an empty workspace. Once the sidecar has answered the
+// MCP handshake, the session is released (Container.Release): the
+// connection closes, the container keeps running, and a claim adopts it
+// (ClaimPoolMember). On failure the container and directory are removed.
+func StartPoolMember(ctx context.Context, conn *engine.Conn, opts ContainerOptions, pool, memberID, name string, labels map[string]string) (Running, error) {
 	rt, err := newEngineRuntime(conn, opts)
 	if err != nil {
-		return m, err
+		return Running{}, err
 	}
-	root := opts.WorkspaceRoot
-	if root == "" {
-		if root, err = DefaultWorkspaceRoot(); err != nil {
-			return m, err
-		}
+	return startPoolMember(ctx, rt, opts, pool, memberID, name, labels)
+}
+
+func startPoolMember(ctx context.Context, rt runtime, opts ContainerOptions, pool, memberID, name string, labels map[string]string) (Running, error) {
+	if err := checkMemberNames(pool, memberID); err != nil {
+		return Running{}, err
 	}
-	dir, ws, err := makeSessionDir(root, MemberDirPrefix+pool+"-", memberID)
+	opts.ID, opts.Mounts = memberID, nil
+	s, err := newContainer(ctx, rt, opts, MemberDirPrefix+pool+"-", "")
 	if err != nil {
-		return m, err
+		return Running{}, err
 	}
-	defer func() {
-		if err != nil {
-			removeSessionDir(dir)
-		}
-	}()
-	if err := shareWith(ws, rt.user); err != nil {
-		return m, err
-	}
-	all := map[string]string{launchplan.LabelPoolDir: dir}
+	all := map[string]string{launchplan.LabelPoolDir: s.dir}
 	for k, v := range labels {
 		all[k] = v
 	}
-	sc, err := rt.start(ctx, containerSpec{sessionID: memberID, name: name, workspaceDir: ws, labels: all})
+	s.life.Lock()
+	s.member = &memberStart{name: name, labels: all}
+	err = s.startLocked(ctx, false)
+	s.member = nil
+	s.life.Unlock()
 	if err != nil {
-		return m, err
+		cctx, cancel := engine.CleanupContext(ctx)
+		defer cancel()
+		return Running{}, errors.Join(err, s.Close(cctx))
 	}
-	defer func() {
-		if err != nil {
-			cctx, cancel := engine.CleanupContext(ctx)
-			defer cancel()
-			err = errors.Join(err, rt.remove(cctx, sc.id))
-		}
-	}()
-	st, err := rt.attach(ctx, sc.id)
-	if err != nil {
-		return m, err
+	r, _ := s.Release()
+	return r, nil
+}
+
+// checkMemberNames refuses a pool or member name that could leave the
+// workspace root in a directory name.
+func checkMemberNames(pool, memberID string) error {
+	if strings.ContainsAny(pool+memberID, "/\\.") || pool == "" || memberID == "" {
+		return &errdefs.FilesystemError{Op: "check pool member directory", Path: pool + "-" + memberID, Reason: errdefs.ErrInvalidValue,
+			Msg: "a pool or member name may not be empty or contain path separators or dots"}
 	}
-	cs, err := connectSidecar(ctx, st, opts.Version, sc.name)
-	if err != nil {
-		return m, err
-	}
-	cs.Close()
-	st.Close()
-	return PoolMember{ID: sc.id, Name: sc.name, Dir: dir}, nil
+	return nil
 }
 
 // MemberDir returns the host directory a tools member of pool with member
@@ -94,9 +87,8 @@ func MemberDir(root, pool, memberID string) (string, error) {
 			return "", err
 		}
 	}
-	if strings.ContainsAny(pool+memberID, "/\\.") || pool == "" || memberID == "" {
-		return "", &errdefs.FilesystemError{Op: "check pool member directory", Path: root, Reason: errdefs.ErrInvalidValue,
-			Msg: "a pool or member name may not contain path separators or dots"}
+	if err := checkMemberNames(pool, memberID); err != nil {
+		return "", err
 	}
 	dir := filepath.Join(root, MemberDirPrefix+pool+"-"+memberID)
 	for _, p := range []string{dir, filepath.Join(dir, workspaceSubdir)} {
@@ -114,50 +106,58 @@ func MemberDir(root, pool, memberID string) (string, error) {
 }
 
 // ClaimPoolMember opens a tool session on a pool member the caller has
-// taken and renamed to ContainerName(opts.ID, 1). The member's empty
-// workspace becomes the session's: it is hydrated from opts.Mounts, and
-// the session connects to the sidecar the way a new session does. From
-// then on the session is an ordinary one (idle cleanup, recreation after
-// a crash, Close removing container and directory). On failure the
-// container and directory are removed.
-func ClaimPoolMember(ctx context.Context, conn *engine.Conn, opts ContainerOptions, m PoolMember) (_ *Container, err error) {
+// taken: r is the member as StartPoolMember released it, named (or being
+// renamed) ContainerName(opts.ID, 1). The session adopts it as
+// AdoptContainer does, with session id opts.ID; the member's empty
+// workspace is hydrated from opts.Mounts; then the session connects to
+// the sidecar at once, over the member's link socket when it has one (no
+// exec), else over an exec. Its uptime counts from the claim. From then
+// on it is an ordinary session (idle cleanup, recreation after a crash,
+// Close removing container and directory). On failure the container is
+// removed, and the directory with it once it passed adoption's checks.
+func ClaimPoolMember(ctx context.Context, conn *engine.Conn, opts ContainerOptions, r Running) (*Container, error) {
 	rt, err := newEngineRuntime(conn, opts)
 	if err != nil {
 		return nil, err
+	}
+	return claimPoolMember(ctx, rt, opts, r)
+}
+
+func claimPoolMember(ctx context.Context, rt runtime, opts ContainerOptions, r Running) (_ *Container, err error) {
+	if opts.ID == "" {
+		return nil, &errdefs.ConfigError{Key: "tools.session", Reason: errdefs.ErrMissingRequired,
+			Msg: "a claim from a pool names the session it opens"}
+	}
+	s, err := adoptContainer(ctx, rt, opts, r)
+	if err != nil {
+		cctx, cancel := engine.CleanupContext(ctx)
+		defer cancel()
+		return nil, errors.Join(err, rt.remove(cctx, r.ContainerID))
 	}
 	defer func() {
 		if err != nil {
 			cctx, cancel := engine.CleanupContext(ctx)
 			defer cancel()
-			err = errors.Join(err, rt.remove(cctx, m.ID), removeSessionDir(m.Dir))
+			err = errors.Join(err, s.Close(cctx))
 		}
 	}()
-	c, err := newCommon(BackendContainer, opts.Options)
-	if err != nil {
-		return nil, err
-	}
-	ws := filepath.Join(m.Dir, workspaceSubdir)
-	if err := hydrate(ws, opts.Mounts, opts.AllowedHostRoots); err != nil {
-		return nil, err
-	}
-	s := &Container{common: c, copts: opts, rt: rt, dir: m.Dir, ws: ws, generation: 1}
 	t0 := s.now()
-	if err := shareWith(ws, rt.user); err != nil {
-		return nil, err
-	}
-	s.shared = true
-	st, err := rt.attach(ctx, m.ID)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := connectSidecar(ctx, st, opts.Version, m.Name)
-	if err != nil {
+	if err := hydrate(s.ws, opts.Mounts, opts.AllowedHostRoots); err != nil {
 		return nil, err
 	}
 	s.life.Lock()
 	defer s.life.Unlock()
-	s.cur = &live{id: m.ID, name: m.Name, st: st, cs: cs, startedAt: s.now()}
-	s.armTimersLocked(s.cur)
-	s.lifecycle(EventClaimed, m.Name, s.now().Sub(t0))
+	s.shared = len(opts.Mounts) == 0 // a hydrated tree is opened to the container user again
+	if err := s.shareLocked(); err != nil {
+		return nil, err
+	}
+	member := s.cur
+	member.startedAt = s.now()
+	s.cur = nil
+	if err := s.connectLocked(ctx, ctx, member); err != nil {
+		s.cur = member // Close removes it
+		return nil, err
+	}
+	s.lifecycle(EventClaimed, member.name, s.now().Sub(t0))
 	return s, nil
 }
