@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -107,8 +109,19 @@ func (r *Refiller) Reconcile(ctx context.Context, spec Spec) (Status, error) {
 			ready = append(ready, m)
 		}
 	}
-	// Surplus after a resize down: the newest go first (the oldest age out anyway).
-	for len(ready)+st.Starting > spec.Size && len(ready) > 0 {
+	// Surplus after a resize down: the newest go first (the oldest age out
+	// anyway), in one order for every refiller, so that two reconciling
+	// the same listing at once (pool resize's own pass and pool serve)
+	// pick the same members. Only ready members count: a starting one may
+	// be one another refiller is removing (taken, so running, not yet
+	// gone), and a ready member is never given up for it.
+	slices.SortFunc(ready, func(a, b Member) int {
+		if c := b.Created.Compare(a.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	for len(ready) > spec.Size {
 		m := ready[0]
 		ready = ready[1:]
 		if err := r.Backend.Remove(ctx, m); err != nil && !errors.Is(err, ErrTaken) {

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -216,6 +217,46 @@ func waitFor(t *testing.T, cond func() bool) {
 	for t0 := time.Now(); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Since(t0) > 10*time.Second {
 			t.Fatal("condition not met in 10s")
+		}
+	}
+}
+
+// TestReconcileShrinksTheSameWayEverywhere: surplus goes newest first
+// whatever order the backend lists members in, so two refillers shrinking
+// a pool at once remove the same members and leave the size ready; a
+// member seen starting (one being made, or taken by another refiller to
+// be removed) costs no ready member its place.
+func TestReconcileShrinksTheSameWayEverywhere(t *testing.T) {
+	for range 20 {
+		b := newFake()
+		now := time.Now()
+		r := &Refiller{Backend: b, Store: newStore(t), Now: func() time.Time { return now }}
+		spec := Spec{Name: "p", Kind: KindTools, Size: 7}
+		if _, err := r.Reconcile(context.Background(), spec); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 6 {
+			b.set(fmt.Sprint(i+1), StateReady, now.Add(-time.Duration(i+1)*time.Minute))
+		}
+		b.set("7", StateStarting, now)
+		spec.Size = 2
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.Reconcile(context.Background(), spec)
+			}()
+		}
+		wg.Wait()
+		ms, _ := b.Members(context.Background(), "p")
+		var left []string
+		for _, m := range ms {
+			left = append(left, m.ID)
+		}
+		slices.Sort(left)
+		if !slices.Equal(left, []string{"5", "6", "7"}) {
+			t.Fatalf("left %v after two refillers shrank 6 ready and 1 starting to 2; want the two oldest ready, 5 and 6, and the starting 7", left)
 		}
 	}
 }
