@@ -493,6 +493,7 @@ func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name st
 		RefreshBuffer: opts.Config.GitHub.TokenRefreshBuffer,
 		Logger:        logger,
 		Alive:         func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, name) },
+		Watch:         func(ctx context.Context, changed func()) error { return conn.WatchContainer(ctx, name, changed) },
 		Vault:         tokenVaultOf(vault),
 		Placeholder:   placeholder,
 	})

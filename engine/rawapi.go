@@ -39,19 +39,7 @@ func (c *Conn) execInspect(ctx context.Context, execID string) (execState, error
 // answers carry the errdefs class of their HTTP status, as the client's own
 // calls do, so Classify treats both alike.
 func (c *Conn) getJSON(ctx context.Context, path string, v any) error {
-	base := "http://" + client.DummyHost
-	switch {
-	case useTLS(c.ep, c.opts):
-		base = "https://" + c.ep.Address
-	case c.ep.Scheme == SchemeHTTP:
-		base = "http://" + c.ep.Address
-	}
-	u := base + "/v" + c.api.ClientVersion() + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.api.HTTPClient().Do(req)
+	resp, err := c.rawGet(ctx, path, nil)
 	if err != nil {
 		return err
 	}
@@ -63,13 +51,44 @@ func (c *Conn) getJSON(ctx context.Context, path string, v any) error {
 	if len(body) > maxRawBody {
 		return fmt.Errorf("GET %s: answer larger than %d bytes", path, maxRawBody)
 	}
-	if resp.StatusCode >= 400 {
-		var e struct{ Message string }
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && e.Message != "" {
-			msg = e.Message
-		}
-		return fmt.Errorf("Error response from daemon: %s: %w", truncate(msg, maxErrorText), errhttp.ToNative(resp.StatusCode))
-	}
 	return json.Unmarshal(body, v)
+}
+
+// rawGet GETs a versioned API path with the query and returns the answer
+// when its status is below 400; the caller closes its body. An error
+// answer is turned into an error carrying the errdefs class of its status.
+func (c *Conn) rawGet(ctx context.Context, path string, query url.Values) (*http.Response, error) {
+	base := "http://" + client.DummyHost
+	switch {
+	case useTLS(c.ep, c.opts):
+		base = "https://" + c.ep.Address
+	case c.ep.Scheme == SchemeHTTP:
+		base = "http://" + c.ep.Address
+	}
+	u := base + "/v" + c.api.ClientVersion() + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.api.HTTPClient().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 400 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorText+1))
+	if err != nil {
+		return nil, err
+	}
+	var e struct{ Message string }
+	msg := strings.TrimSpace(string(body))
+	if json.Unmarshal(body, &e) == nil && e.Message != "" {
+		msg = e.Message
+	}
+	return nil, fmt.Errorf("Error response from daemon: %s: %w", truncate(msg, maxErrorText), errhttp.ToNative(resp.StatusCode))
 }
