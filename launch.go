@@ -291,6 +291,18 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 			ght.attach(sb.egress.dirs.VaultPath(egressnet.SecretsFile))
 		}
 	}
+	// The git identity needs no exec: a read-only root filesystem takes it
+	// in the environment, any other in the credentials upload.
+	var gitConfig []byte
+	if opts.GitConfig != nil {
+		name, email := creds.GitIdentity(ctx, opts.GitConfig)
+		if env := creds.GitConfigEnv(name, email); plan.Security.ReadOnlyRootfs && env != nil {
+			plan.Env = append(plan.Env, env...)
+			progress(StepGitIdentity, "user.name and user.email in the environment (GIT_CONFIG_*: the root filesystem is read-only)")
+		} else if !plan.Security.ReadOnlyRootfs {
+			gitConfig = creds.GitConfigFile(name, email)
+		}
+	}
 	sb.Plan = plan
 
 	progress(StepCreate, plan.Name)
@@ -322,13 +334,8 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 	if err := sb.prepareHome(ctx); err != nil {
 		return nil, &StepError{StepCredentials, err}
 	}
-	if err := sb.uploadCredentials(ctx, opts, progress); err != nil {
+	if err := sb.uploadCredentials(ctx, opts, gitConfig, progress); err != nil {
 		return nil, &StepError{StepCredentials, err}
-	}
-	if opts.GitConfig != nil {
-		if err := sb.setGitIdentity(ctx, opts, progress); err != nil {
-			return nil, &StepError{StepGitIdentity, err}
-		}
 	}
 	if req.Workspace.Strategy == launchplan.WorkspaceGitHubClone && opts.Repo != "" {
 		progress(StepWorkspace, fmt.Sprintf("cloning %s at %s", opts.Repo, opts.Branch))
@@ -493,6 +500,7 @@ func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name st
 		RefreshBuffer: opts.Config.GitHub.TokenRefreshBuffer,
 		Logger:        logger,
 		Alive:         func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, name) },
+		Watch:         func(ctx context.Context, changed func()) error { return conn.WatchContainer(ctx, name, changed) },
 		Vault:         tokenVaultOf(vault),
 		Placeholder:   placeholder,
 	})
@@ -526,13 +534,17 @@ func (sb *Sandbox) runToken(logger *slog.Logger) {
 	}()
 }
 
-func (sb *Sandbox) uploadCredentials(ctx context.Context, opts LaunchOptions, progress func(string, string)) error {
+// uploadCredentials copies the selected credential directories and the git
+// identity file (gitConfig, when set) into the agent's home in one copy
+// call.
+func (sb *Sandbox) uploadCredentials(ctx context.Context, opts LaunchOptions, gitConfig []byte, progress func(string, string)) error {
 	c := opts.Config.Creds
-	if (!c.CopyClaude && !c.CopyCodex) || opts.HostHome == "" {
+	copyClaude, copyCodex := c.CopyClaude && opts.HostHome != "", c.CopyCodex && opts.HostHome != ""
+	if !copyClaude && !copyCodex && gitConfig == nil {
 		return nil
 	}
-	bo := creds.BuildOptions{HostHome: opts.HostHome, CopyClaude: c.CopyClaude, CopyCodex: c.CopyCodex, Exclude: c.Exclude,
-		TargetHome: sb.Plan.Home, Overrides: sb.credOverrides, Forbidden: sb.credForbidden}
+	bo := creds.BuildOptions{HostHome: opts.HostHome, CopyClaude: copyClaude, CopyCodex: copyCodex, Exclude: c.Exclude,
+		TargetHome: sb.Plan.Home, Overrides: sb.credOverrides, Forbidden: sb.credForbidden, GitConfig: gitConfig}
 	if uid, gid, ok := sb.Plan.NumericUser(); ok {
 		bo.UID, bo.GID = uid, gid
 	}
@@ -540,7 +552,12 @@ func (sb *Sandbox) uploadCredentials(ctx context.Context, opts LaunchOptions, pr
 	if err != nil || arch == nil {
 		return err
 	}
-	progress(StepCredentials, fmt.Sprintf("copying %v into %s", arch.Paths, arch.TargetHome))
+	if len(arch.Paths) > 0 {
+		progress(StepCredentials, fmt.Sprintf("copying %v into %s", arch.Paths, arch.TargetHome))
+	}
+	if arch.GitConfig != "" {
+		progress(StepGitIdentity, "user.name and user.email in "+arch.GitConfig)
+	}
 	return sb.conn.CopyTar(ctx, sb.ID, arch.TargetHome, arch.Reader())
 }
 
@@ -567,21 +584,6 @@ func (sb *Sandbox) prepareHome(ctx context.Context) error {
 		return err
 	}
 	return sb.conn.CopyTar(ctx, sb.ID, path.Dir(sb.Plan.Home), &buf)
-}
-
-func (sb *Sandbox) setGitIdentity(ctx context.Context, opts LaunchOptions, progress func(string, string)) error {
-	name, email := creds.GitIdentity(ctx, opts.GitConfig)
-	cmds := creds.GitConfigCommands(name, email)
-	if len(cmds) == 0 {
-		return nil
-	}
-	progress(StepGitIdentity, "setting user.name and user.email")
-	for _, argv := range cmds {
-		if err := sb.run(ctx, argv, nil, "", nil); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (sb *Sandbox) clone(ctx context.Context, opts LaunchOptions) error {
