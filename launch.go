@@ -342,10 +342,15 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 // launchRequest maps the configuration and options to a launch request.
 func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *workspace.Mount, error) {
 	cfg := opts.Config
-	env, secrets, err := creds.Passthrough(cfg.Agent.EnvAllowlist, cfg.Agent.EnvRequired, opts.Environ)
+	kind, err := kindLaunch(cfg.Agent)
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
+	env, secrets, err := creds.Passthrough(append(slices.Clone(cfg.Agent.EnvAllowlist), kind.keyEnv...), cfg.Agent.EnvRequired, opts.Environ)
+	if err != nil {
+		return launchplan.Request{}, nil, err
+	}
+	env = mergeEnv(kind.env, env)
 	if opts.Redactor != nil {
 		opts.Redactor.Add(secrets...)
 	}
@@ -353,7 +358,7 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
-	eg, err := EgressFromConfig(cfg, cfg.Agent.Kind, opts.AllowHosts...)
+	eg, err := EgressFromConfig(cfg, cfg.Agent.Kind, append(slices.Clone(opts.AllowHosts), kind.allowHosts...)...)
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
