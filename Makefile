@@ -13,7 +13,7 @@ GO_PKGS    := $(shell go list ./... 2>/dev/null | grep -v /e2e)
 ENGINES    := scripts/engines.sh
 FUZZTIME   ?= 10s
 
-.PHONY: all build deps peers engines engines-down image demo check vet fmt-check test race test-e2e bench fuzz clean
+.PHONY: all build deps peers engines engines-down image image-acp demo check vet fmt-check test race test-e2e bench fuzz clean
 
 all: build
 
@@ -46,6 +46,13 @@ image: build engines
 	source <($(ENGINES) env) && \
 	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_PODMAN_SOCKET" image build --bootstrap --agents $(PODBOT_AGENTS) $(CA_CERTS) && \
 	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_DOCKER_SOCKET" image build --bootstrap --agents $(PODBOT_AGENTS) $(CA_CERTS)
+
+## image-acp: the ACP agents' test image (localhost/podbot-agent-acp-e2e, built by the e2e
+## test TestACPImageBuild with a stand-in Goose) on both engines, outside test-e2e's timeout;
+## skipped when current (about 3 minutes per engine when not)
+image-acp: build engines image
+	source <($(ENGINES) env) && \
+	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 30m -run '^TestACPImageBuild$$' ./e2e/
 
 ## demo: podbot's main job end to end on this machine: a sample repository
 ## on a local git server, cloned into a sandbox, Codex against a mock model
@@ -84,7 +91,7 @@ peers:
 	scripts/peers.sh bundle
 
 ## test-e2e: real Podman and real dockerd (started here), real peers
-test-e2e: build engines peers image
+test-e2e: build engines peers image image-acp
 	source <($(ENGINES) env) && source <(scripts/peers.sh env) && \
 	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 20m -v ./e2e/ 2>&1 | tee $(CURDIR)/.e2e.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e_test' ; \
 	  exit $${PIPESTATUS[0]}

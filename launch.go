@@ -358,7 +358,12 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
-	eg, err := EgressFromConfig(cfg, cfg.Agent.Kind, append(slices.Clone(opts.AllowHosts), kind.allowHosts...)...)
+	allowHosts := opts.AllowHosts
+	if cfg.Network.Mode == config.NetworkAllowlist {
+		// Only the allowlist uses rules; the other modes refuse them.
+		allowHosts = append(slices.Clone(allowHosts), kind.allowHosts...)
+	}
+	eg, err := EgressFromConfig(cfg, cfg.Agent.Kind, allowHosts...)
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
@@ -369,7 +374,7 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 			Mode:      launchplan.AgentMode(cfg.Agent.Mode),
 			Command:   cfg.Agent.Command,
 			Args:      cfg.Agent.Args,
-			ExtraArgs: opts.ExtraArgs,
+			ExtraArgs: append(slices.Clone(kind.args), opts.ExtraArgs...),
 		},
 		Image:             cfg.Image,
 		Name:              opts.Name,

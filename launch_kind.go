@@ -15,6 +15,8 @@ type kindSettings struct {
 	keyEnv []string
 	// env are fixed and endpoint variables for the agent's exec.
 	env []string
+	// args are appended to the kind's command for the model endpoint.
+	args []string
 	// allowHosts are egress rules for the model endpoint.
 	allowHosts []string
 }
@@ -30,7 +32,7 @@ func kindLaunch(a config.Agent) (kindSettings, error) {
 	if a.ModelEndpoint == "" {
 		return s, nil
 	}
-	env, err := k.EndpointEnv(a.ModelEndpoint, a.Model)
+	env, args, err := k.Endpoint(a.ModelEndpoint, a.Model)
 	if err != nil {
 		return kindSettings{}, &errdefs.ConfigError{Key: "agent.model_endpoint", Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 	}
@@ -42,7 +44,7 @@ func kindLaunch(a config.Agent) (kindSettings, error) {
 			port = "80"
 		}
 	}
-	s.env = append(s.env, env...)
+	s.env, s.args = append(s.env, env...), args
 	s.allowHosts = []string{net.JoinHostPort(strings.Trim(u.Hostname(), "[]"), port)}
 	return s, nil
 }

@@ -63,6 +63,11 @@ type Kind struct {
 	NoEndpoint string
 }
 
+// nodeEnvProxy makes Node.js's own fetch (22.21 and later) honour the
+// HTTP(S)_PROXY variables that lead to podbot's egress proxy; without it
+// a Node.js agent's model requests try to connect directly and fail.
+const nodeEnvProxy = "NODE_USE_ENV_PROXY=1"
+
 // Kinds lists the built-in ACP kinds in the order the README shows them.
 func Kinds() []Kind {
 	anthropicHosts := []string{"api.anthropic.com", "statsig.anthropic.com", "console.anthropic.com", "claude.ai", "*.claude.ai"}
@@ -76,6 +81,7 @@ func Kinds() []Kind {
 			EndpointAPI: APIOpenAI},
 		{Name: Droid, Command: []string{"droid-acp"}, CLI: "droid",
 			KeyEnv:      []string{"FACTORY_API_KEY"},
+			Env:         []string{nodeEnvProxy},
 			Hosts:       []string{"factory.ai", "*.factory.ai"},
 			ConfigFiles: []string{"~/.factory/settings.json", "~/.factory/config.json"},
 			NoEndpoint:  "droid authenticates with Factory's service (FACTORY_API_KEY) before it uses any model"},
@@ -87,7 +93,7 @@ func Kinds() []Kind {
 			EndpointAPI: APIOpenAI},
 		{Name: ClaudeACP, Command: []string{"claude-code-acp"}, CLI: "claude-acp",
 			KeyEnv:      []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
-			Env:         []string{"DISABLE_AUTOUPDATER=1"},
+			Env:         []string{"DISABLE_AUTOUPDATER=1", nodeEnvProxy},
 			Hosts:       anthropicHosts,
 			ConfigFiles: []string{"~/.claude/settings.json", "~/.claude.json"},
 			EndpointAPI: APIAnthropic},
@@ -98,7 +104,7 @@ func Kinds() []Kind {
 			EndpointAPI: APIOpenAI},
 		{Name: Gemini, Command: []string{"gemini", "--acp"}, CLI: "gemini",
 			KeyEnv:      []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
-			Env:         []string{"GEMINI_CLI_NO_RELAUNCH=true"},
+			Env:         []string{"GEMINI_CLI_NO_RELAUNCH=true", nodeEnvProxy},
 			Hosts:       []string{"generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com", "accounts.google.com"},
 			ConfigFiles: []string{"~/.gemini/settings.json", ".gemini/settings.json in the workspace"},
 			EndpointAPI: APIGemini},
@@ -151,15 +157,22 @@ func CheckEndpoint(raw string) (*url.URL, error) {
 // and, when model is not empty, at that model. The values hold no secret:
 // keys stay in KeyEnv variables.
 func (k Kind) EndpointEnv(endpoint, model string) ([]string, error) {
+	env, _, err := k.Endpoint(endpoint, model)
+	return env, err
+}
+
+// Endpoint is EndpointEnv plus the arguments the ACP server needs for the
+// endpoint (appended to Command; codex-acp takes its provider as -c
+// configuration overrides).
+func (k Kind) Endpoint(endpoint, model string) (env, args []string, err error) {
 	if k.EndpointAPI == "" {
-		return nil, fmt.Errorf("agent kind %s has no model endpoint override: %s", k.Name, k.NoEndpoint)
+		return nil, nil, fmt.Errorf("agent kind %s has no model endpoint override: %s", k.Name, k.NoEndpoint)
 	}
 	u, err := CheckEndpoint(endpoint)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	base := strings.TrimRight(u.String(), "/")
-	var env []string
 	switch k.Name {
 	case OpenCode:
 		// A provider of podbot's own over the OpenAI-compatible SDK opencode
@@ -182,7 +195,7 @@ func (k Kind) EndpointEnv(endpoint, model string) ([]string, error) {
 		}
 		b, err := json.Marshal(cfg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		env = append(env, "OPENCODE_CONFIG_CONTENT="+string(b), "OPENCODE_DISABLE_MODELS_FETCH=true")
 	case Goose:
@@ -198,14 +211,30 @@ func (k Kind) EndpointEnv(endpoint, model string) ([]string, error) {
 			env = append(env, "ANTHROPIC_MODEL="+model, "ANTHROPIC_SMALL_FAST_MODEL="+model)
 		}
 	case CodexACP:
-		// Codex's built-in OpenAI provider reads its base URL from here;
-		// the model is chosen in $CODEX_HOME/config.toml.
-		env = append(env, "OPENAI_BASE_URL="+base)
+		// A model provider of podbot's own, as configuration overrides
+		// (TOML values; a JSON string is a TOML basic string), with the key
+		// read from OPENAI_API_KEY.
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		set := []string{
+			"model_provider=" + q("podbot"),
+			"model_providers.podbot.name=" + q("podbot model endpoint"),
+			"model_providers.podbot.base_url=" + q(base),
+			"model_providers.podbot.wire_api=" + q("responses"),
+			"model_providers.podbot.env_key=" + q("OPENAI_API_KEY"),
+			"check_for_update_on_startup=false",
+			"analytics.enabled=false",
+		}
+		if model != "" {
+			set = append(set, "model="+q(model))
+		}
+		for _, kv := range set {
+			args = append(args, "-c", kv)
+		}
 	case Gemini:
 		env = append(env, "GOOGLE_GEMINI_BASE_URL="+base)
 		if model != "" {
 			env = append(env, "GEMINI_MODEL="+model)
 		}
 	}
-	return env, nil
+	return env, args, nil
 }

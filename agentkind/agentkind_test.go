@@ -59,7 +59,6 @@ func TestEndpointEnv(t *testing.T) {
 		want map[string]string
 	}{
 		{ClaudeACP, map[string]string{"ANTHROPIC_BASE_URL": "http://10.88.0.1:4010/v1", "ANTHROPIC_MODEL": "m1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}},
-		{CodexACP, map[string]string{"OPENAI_BASE_URL": "http://10.88.0.1:4010/v1"}},
 		{Gemini, map[string]string{"GOOGLE_GEMINI_BASE_URL": "http://10.88.0.1:4010/v1", "GEMINI_MODEL": "m1"}},
 		{Goose, map[string]string{"GOOSE_PROVIDER": "openai", "OPENAI_HOST": "http://10.88.0.1:4010", "OPENAI_BASE_PATH": "v1/chat/completions", "GOOSE_MODEL": "m1"}},
 	} {
@@ -75,8 +74,20 @@ func TestEndpointEnv(t *testing.T) {
 			}
 		}
 	}
+	c, _ := Lookup(CodexACP)
+	env, args, err := c.Endpoint(ep, "m1")
+	if err != nil || len(env) != 0 {
+		t.Fatalf("codex-acp: %v %v", env, err)
+	}
+	joined := strings.Join(args, " ")
+	for _, want := range []string{`-c model_provider="podbot"`, `-c model_providers.podbot.base_url="http://10.88.0.1:4010/v1"`,
+		`-c model_providers.podbot.env_key="OPENAI_API_KEY"`, `-c model="m1"`} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("codex-acp args %q lack %q", joined, want)
+		}
+	}
 	k, _ := Lookup(OpenCode)
-	env, err := k.EndpointEnv(ep, "")
+	env, err = k.EndpointEnv(ep, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ const (
 	// NodeVersion is the Node.js the agent image runs its CLIs on, from
 	// the npm registry's node-linux-<arch> package (Debian bookworm's own
 	// Node.js is 18, older than several CLIs need).
-	NodeVersion = "20.20.2"
+	NodeVersion = "22.23.3"
 
 	// AgentUser is the non-root user of the agent image (uid 1000) with
 	// subordinate id ranges, for rootless inner Podman.
