@@ -86,7 +86,7 @@ func Kinds() []Kind {
 			ConfigFiles: []string{"~/.factory/settings.json", "~/.factory/config.json"},
 			NoEndpoint:  "droid authenticates with Factory's service (FACTORY_API_KEY) before it uses any model"},
 		{Name: Goose, Command: []string{"goose", "acp"}, CLI: "goose",
-			KeyEnv:      []string{"GOOSE_PROVIDER", "GOOSE_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "OPENROUTER_API_KEY"},
+			KeyEnv:      []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "OPENROUTER_API_KEY"},
 			Env:         []string{"GOOSE_DISABLE_KEYRING=1"},
 			Hosts:       []string{"api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com", "openrouter.ai"},
 			ConfigFiles: []string{"~/.config/goose/config.yaml"},

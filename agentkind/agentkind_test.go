@@ -170,3 +170,15 @@ func FuzzCheckEndpoint(f *testing.F) {
 		}
 	})
 }
+
+// TestKeyEnvAreCredentials: every key variable's value is redacted from
+// podbot's output, so a setting (a provider or model name) must not be one.
+func TestKeyEnvAreCredentials(t *testing.T) {
+	for _, k := range Kinds() {
+		for _, name := range k.KeyEnv {
+			if !strings.HasSuffix(name, "_KEY") && !strings.HasSuffix(name, "_TOKEN") {
+				t.Errorf("%s: %s does not name a credential", k.Name, name)
+			}
+		}
+	}
+}

@@ -85,7 +85,7 @@ func agentCases() []agentCase {
 		{kind: "gemini", endpoint: "", env: []string{"GEMINI_API_KEY=podbot-e2e-dummy"}, authMethod: "gemini-api-key", openNetwork: true, offline: true, reply: "podbot-e2e-text-reply"},
 		{kind: "goose", endpoint: "/v1", offline: true, reply: "podbot-e2e-goose-reply", refusals: true},
 		{kind: "droid", offline: false,
-			why: "droid authenticates with Factory's service (FACTORY_API_KEY) before it starts a session and has no model endpoint override"},
+			why: "droid answers every prompt with \"Error: No access token available\" until it holds a Factory access token (FACTORY_API_KEY, checked by Factory's service), and has no model endpoint override"},
 	}
 }
 
@@ -180,8 +180,13 @@ copy_codex = false
 			t.Errorf("podbot host exit %s after the client closed stdin, want 0 (or 130 after SIGTERM)", exitString(code))
 		}
 	} else {
-		t.Logf("%s: initialize only (%s); agentCapabilities %s; the session ended with %s",
-			c.kind, c.why, sum.InitializeResponse.AgentCapabilities, sum.Error)
+		// What can be tested offline: initialize, session/new, and a turn
+		// that ends (with droid's own error text) instead of hanging.
+		if sum.SessionID == "" || sum.StopReason == "" {
+			t.Errorf("%s: session %q, stopReason %q, error %s; want a session and a turn that ends", c.kind, sum.SessionID, sum.StopReason, sum.Error)
+		}
+		t.Logf("%s: initialize only (%s); agentCapabilities %s; then session %q, stopReason %q, text %q, error %s",
+			c.kind, c.why, sum.InitializeResponse.AgentCapabilities, sum.SessionID, sum.StopReason, tail(sum.AgentText, 300), sum.Error)
 	}
 	if c.refusals && (strings.Count(stderr, "refused an agent request") < 2 ||
 		!strings.Contains(stderr, "fs/read_text_file") || !strings.Contains(stderr, "terminal/create")) {
