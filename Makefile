@@ -34,7 +34,8 @@ engines:
 engines-down:
 	$(ENGINES) down
 
-# Agent CLIs baked into the agent image (claude, codex, or none), and the
+# Agent CLIs baked into the agent image (claude, codex, opencode, droid,
+# claude-acp, codex-acp, gemini, or none; goose needs --goose-artifact), and the
 # host's extra CA certificates, which npm needs inside the build when a
 # TLS-intercepting proxy stands between this machine and the registry.
 PODBOT_AGENTS ?= claude,codex

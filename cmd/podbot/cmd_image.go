@@ -54,6 +54,13 @@ file named goose from it as /usr/local/bin/goose.`,
   podbot --engine-socket unix:///run/podman/podman.sock image build --force`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			withGoose := goose.Source != "" || goose.SHA256 != "" || goose.Version != ""
+			if withGoose && (goose.Source == "" || goose.SHA256 == "" || goose.Version == "") {
+				return &usageError{msg: "--goose-artifact, --goose-sha256 and --goose-version go together: name the artifact, its sha256 and its version"}
+			}
+			if (withGoose || tag != "") && !cmd.Flags().Changed("agents") {
+				return &usageError{msg: "--goose-* and --tag apply to the agent image: add --agents LIST (none for Goose alone)"}
+			}
 			conn, err := f.engine(cmd.Context())
 			if err != nil {
 				return err
@@ -65,13 +72,6 @@ file named goose from it as /usr/local/bin/goose.`,
 			opts.CacheDir = filepath.Join(cache, "images")
 			opts.Progress = func(line string) { fmt.Fprintln(f.ios.ErrOut, line) }
 			var agentList []string
-			withGoose := goose.Source != "" || goose.SHA256 != "" || goose.Version != ""
-			if withGoose && (goose.Source == "" || goose.SHA256 == "" || goose.Version == "") {
-				return &usageError{msg: "--goose-artifact, --goose-sha256 and --goose-version go together: name the artifact, its sha256 and its version"}
-			}
-			if (withGoose || tag != "") && !cmd.Flags().Changed("agents") {
-				return &usageError{msg: "--goose-* and --tag apply to the agent image: add --agents LIST (none for Goose alone)"}
-			}
 			if cmd.Flags().Changed("agents") {
 				if agentList, err = podbot.ParseAgents(agents); err != nil {
 					return err
