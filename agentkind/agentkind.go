@@ -61,6 +61,11 @@ type Kind struct {
 	EndpointAPI string
 	// NoEndpoint says why a kind has no endpoint override.
 	NoEndpoint string
+	// TunnelsHTTP is true for agents whose HTTP client sends even an
+	// http:// request through a proxy as a CONNECT tunnel (Node.js's
+	// fetch). podbot's egress proxy admits only TLS inside a tunnel, so
+	// under the allowlist their model endpoint must be https://.
+	TunnelsHTTP bool
 }
 
 // nodeEnvProxy makes Node.js's own fetch (22.21 and later) honour the
@@ -96,7 +101,7 @@ func Kinds() []Kind {
 			Env:         []string{"DISABLE_AUTOUPDATER=1", nodeEnvProxy},
 			Hosts:       anthropicHosts,
 			ConfigFiles: []string{"~/.claude/settings.json", "~/.claude.json"},
-			EndpointAPI: APIAnthropic},
+			EndpointAPI: APIAnthropic, TunnelsHTTP: true},
 		{Name: CodexACP, Command: []string{"codex-acp"}, CLI: "codex-acp",
 			KeyEnv:      []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
 			Hosts:       openaiHosts,
@@ -107,7 +112,7 @@ func Kinds() []Kind {
 			Env:         []string{"GEMINI_CLI_NO_RELAUNCH=true", nodeEnvProxy},
 			Hosts:       []string{"generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com", "accounts.google.com"},
 			ConfigFiles: []string{"~/.gemini/settings.json", ".gemini/settings.json in the workspace"},
-			EndpointAPI: APIGemini},
+			EndpointAPI: APIGemini, TunnelsHTTP: true},
 	}
 }
 

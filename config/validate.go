@@ -72,6 +72,7 @@ func (c Config) Validate() error {
 	c.Network.validate(&v)
 	v.sandboxNetwork(c.Network.Mode, c.Sandbox.Network)
 	c.Agent.validate(&v)
+	c.validateEndpointEgress(&v)
 	if c.ACP.MaxFrameBytes < KiB || c.ACP.MaxFrameBytes > GiB {
 		v.add("acp.max_frame_bytes", errdefs.ErrInvalidValue, "got %s; expected between 1k and 1g", c.ACP.MaxFrameBytes)
 	}
@@ -435,4 +436,16 @@ func (a Agent) validateEndpoint(v *validator) {
 	if _, err := k.EndpointEnv(a.ModelEndpoint, a.Model); err != nil {
 		v.add("agent.model_endpoint", errdefs.ErrInvalidValue, "%v", err)
 	}
+}
+
+// validateEndpointEgress refuses a plain-http model endpoint under the
+// egress allowlist for agents whose HTTP client would tunnel it: the proxy
+// admits only TLS in a tunnel, so every model request would fail.
+func (c Config) validateEndpointEgress(v *validator) {
+	k, ok := agentkind.Lookup(c.Agent.Kind)
+	if !ok || !k.TunnelsHTTP || c.Network.Mode != NetworkAllowlist || !strings.HasPrefix(strings.ToLower(c.Agent.ModelEndpoint), "http://") {
+		return
+	}
+	v.add("agent.model_endpoint", errdefs.ErrConflict,
+		"%s sends http:// requests through the egress proxy as CONNECT tunnels, which the proxy admits for TLS only; use an https:// endpoint, or network.mode = \"open\" for a local mock (no egress control)", c.Agent.Kind)
 }

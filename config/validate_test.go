@@ -61,6 +61,9 @@ func TestValidate(t *testing.T) {
 		{"endpoint with query", func(c *Config) {
 			c.Agent.Kind, c.Agent.Mode, c.Agent.ModelEndpoint = "goose", ModeACP, "https://models.example/v1?key=x"
 		}, "agent.model_endpoint", errdefs.ErrInvalidValue},
+		{"http endpoint tunnelled", func(c *Config) {
+			c.Agent.Kind, c.Agent.Mode, c.Agent.ModelEndpoint = "claude-acp", ModeACP, "http://10.0.0.1:4010"
+		}, "agent.model_endpoint", errdefs.ErrConflict},
 		{"model without endpoint", func(c *Config) { c.Agent.Kind, c.Agent.Mode, c.Agent.Model = "gemini", ModeACP, "m" }, "agent.model", errdefs.ErrConflict},
 		{"model with quote", func(c *Config) {
 			c.Agent.Kind, c.Agent.Mode, c.Agent.ModelEndpoint, c.Agent.Model = "gemini", ModeACP, "http://h/v1", `m"`
