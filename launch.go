@@ -349,10 +349,15 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 // launchRequest maps the configuration and options to a launch request.
 func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *workspace.Mount, error) {
 	cfg := opts.Config
-	env, secrets, err := creds.Passthrough(cfg.Agent.EnvAllowlist, cfg.Agent.EnvRequired, opts.Environ)
+	kind, err := kindLaunch(cfg.Agent)
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
+	env, secrets, err := creds.Passthrough(append(slices.Clone(cfg.Agent.EnvAllowlist), kind.keyEnv...), cfg.Agent.EnvRequired, opts.Environ)
+	if err != nil {
+		return launchplan.Request{}, nil, err
+	}
+	env = mergeEnv(kind.env, env)
 	if opts.Redactor != nil {
 		opts.Redactor.Add(secrets...)
 	}
@@ -360,7 +365,12 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
-	eg, err := EgressFromConfig(cfg, cfg.Agent.Kind, opts.AllowHosts...)
+	allowHosts := opts.AllowHosts
+	if cfg.Network.Mode == config.NetworkAllowlist {
+		// Only the allowlist uses rules; the other modes refuse them.
+		allowHosts = append(slices.Clone(allowHosts), kind.allowHosts...)
+	}
+	eg, err := EgressFromConfig(cfg, cfg.Agent.Kind, allowHosts...)
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
@@ -371,7 +381,7 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 			Mode:      launchplan.AgentMode(cfg.Agent.Mode),
 			Command:   cfg.Agent.Command,
 			Args:      cfg.Agent.Args,
-			ExtraArgs: opts.ExtraArgs,
+			ExtraArgs: append(slices.Clone(kind.args), opts.ExtraArgs...),
 		},
 		Image:             cfg.Image,
 		Name:              opts.Name,

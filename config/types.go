@@ -200,7 +200,8 @@ const (
 
 // Agent selects the agent and how it is driven.
 type Agent struct {
-	// Kind is KindClaude, KindCodex or KindCustom (agent.kind).
+	// Kind is KindClaude, KindCodex, KindCustom or a built-in ACP kind of
+	// package agentkind (agent.kind).
 	Kind string
 	// Mode is ModePodbot, ModeACP or ModeCodexAppServer (agent.mode).
 	Mode string
@@ -221,6 +222,11 @@ type Agent struct {
 	// directions (agent.allow_terminal_auth): the IDE may then relaunch
 	// podbot with arguments and environment the agent chose.
 	AllowTerminalAuth bool
+	// ModelEndpoint points a built-in ACP kind at a model API base URL
+	// (agent.model_endpoint), for a self-hosted or mock provider.
+	ModelEndpoint string
+	// Model names the model to ask the endpoint for (agent.model).
+	Model string
 	// CodexBlockDynamicTools refuses Codex app-server item/tool/call
 	// requests (agent.codex_block_dynamic_tools).
 	CodexBlockDynamicTools bool
