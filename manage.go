@@ -236,6 +236,9 @@ type RemoveOptions struct {
 	Force bool
 	// Any allows a container podbot did not create.
 	Any bool
+	// Environ is the environment host git runs with when a local_clone
+	// sandbox is checked for unfetched work.
+	Environ []string
 }
 
 // Remove resolves ref (see ResolveContainer) and removes the container and
@@ -244,6 +247,17 @@ func Remove(ctx context.Context, conn *engine.Conn, ref string, opts RemoveOptio
 	c, err := ResolveContainer(ctx, conn, ref, opts.Any)
 	if err != nil {
 		return Container{}, err
+	}
+	if !opts.Force {
+		// A local_clone sandbox's work lives only in it until fetched.
+		lost, why, err := Unfetched(ctx, conn, c, opts.Environ)
+		if err != nil {
+			return c, err
+		}
+		if lost {
+			return c, &errdefs.RepoError{Op: "rm", Repo: c.Name, Reason: errdefs.ErrRefused,
+				Msg: "the sandbox holds work the host does not have: " + why, Hint: "fetch it first, or pass --force to discard it"}
+		}
 	}
 	if err := conn.Remove(ctx, c.ID, opts.Force); err != nil {
 		return c, err
