@@ -96,7 +96,8 @@ func (r *Review) export(ctx context.Context, tmp string, commit bool) (*localclo
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, &errdefs.FilesystemError{Op: "seek", Path: bpath, Err: err}
 	}
-	q, err := r.repo.Import(ctx, r.git, f, []string{localclone.BranchRef(r.Info.Name), localclone.SnapshotRef}, tmp)
+	q, err := r.repo.Import(ctx, r.git, f, []string{localclone.BranchRef(r.Info.Name), localclone.SnapshotRef},
+		map[string]string{localclone.BranchRef(r.Info.Name): r.Info.Base}, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +277,7 @@ func (r *Review) Apply(ctx context.Context, mode ApplyMode) (FetchResult, error)
 	}
 	if len(bytes.TrimSpace(st)) > 0 {
 		return FetchResult{}, &errdefs.RepoError{Op: "apply", Repo: top, Reason: errdefs.ErrRefused,
-			Msg: "the host checkout has uncommitted changes", Hint: "commit or stash them (git stash), then apply again"}
+			Msg: "the host checkout has uncommitted changes", Hint: "commit or stash them with git stash, then apply again"}
 	}
 	res, err := r.Fetch(ctx, false)
 	if err != nil {
@@ -363,4 +364,15 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// forgetLocalClone drops the host's refs/podbot/base/<name> of a removed
+// local_clone sandbox, if it still names the sandbox's base; best effort.
+func forgetLocalClone(ctx context.Context, c Container, environ []string) {
+	info, ok, err := localclone.ParseLabels(c.Name, c.Labels)
+	if err != nil || !ok {
+		return
+	}
+	g := localclone.Git{Environ: environ}
+	_, _ = g.Run(ctx, info.Repo, nil, nil, "update-ref", "-d", localclone.BaseRef(info.Name), info.Base)
 }

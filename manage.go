@@ -262,6 +262,7 @@ func Remove(ctx context.Context, conn *engine.Conn, ref string, opts RemoveOptio
 	if err := conn.Remove(ctx, c.ID, opts.Force); err != nil {
 		return c, err
 	}
+	forgetLocalClone(ctx, c, opts.Environ)
 	if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
 		return c, removeEgress(ctx, conn, c.Name, c.Labels[LabelEgressDir])
 	}

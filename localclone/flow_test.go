@@ -100,7 +100,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("export: %v", err)
 	}
-	q, err := r.Import(ctx, g, bytes.NewReader(exported), []string{BranchRef("sb1"), SnapshotRef}, t.TempDir())
+	q, err := r.Import(ctx, g, bytes.NewReader(exported), []string{BranchRef("sb1"), SnapshotRef}, nil, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +130,11 @@ func TestImportRefusesUnknownPrerequisite(t *testing.T) {
 	g := testGit(t)
 	r, _ := Open(ctx, g, hostRepo(t))
 	in := "# v2 git bundle\n-" + idA + " x\n" + idB + " refs/heads/podbot/x\n\nPACK"
-	_, err := r.Import(ctx, g, strings.NewReader(in), []string{"refs/heads/podbot/x"}, t.TempDir())
+	_, err := r.Import(ctx, g, strings.NewReader(in), []string{"refs/heads/podbot/x"}, nil, t.TempDir())
 	if !errors.Is(err, errdefs.ErrRefused) {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = r.Import(ctx, g, strings.NewReader(in), []string{"refs/heads/podbot/y"}, t.TempDir())
+	_, err = r.Import(ctx, g, strings.NewReader(in), []string{"refs/heads/podbot/y"}, nil, t.TempDir())
 	if !errors.Is(err, errdefs.ErrRefused) || !strings.Contains(err.Error(), "does not hold") {
 		t.Fatalf("err = %v", err)
 	}
@@ -176,5 +176,17 @@ func TestOpenRefuses(t *testing.T) {
 	}
 	if _, err := r.Resolve(ctx, g, "--output=/tmp/x"); err == nil {
 		t.Error("option-like base accepted")
+	}
+}
+
+func TestGitEnvironment(t *testing.T) {
+	g := Git{Environ: []string{"PATH=/bin", "GIT_DIR=/evil", "GIT_CONFIG_GLOBAL=/evil", "GIT_EXTERNAL_DIFF=/evil", "GIT_AUTHOR_NAME=me"}}
+	c := g.cmd(context.Background(), "/", nil, "status")
+	env := strings.Join(c.Env, "\n")
+	if strings.Contains(env, "/evil") || !strings.Contains(env, "GIT_AUTHOR_NAME=me") || !strings.Contains(env, "GIT_TERMINAL_PROMPT=0") {
+		t.Errorf("env:\n%s", env)
+	}
+	if args := strings.Join(c.Args, " "); !strings.Contains(args, "core.hooksPath=/dev/null") || !strings.Contains(args, "core.fsmonitor=false") {
+		t.Errorf("args %s", args)
 	}
 }

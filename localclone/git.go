@@ -22,8 +22,9 @@ const maxGitOutput = 64 << 20
 var safeConfig = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never"}
 
 // Git runs the host's git with a controlled environment: the caller's
-// environment minus every GIT_* variable (so no GIT_DIR, GIT_CONFIG_* or
-// GIT_EXTERNAL_DIFF redirects it), with prompts off.
+// environment minus every GIT_* variable but the author and committer
+// identity (so no GIT_DIR, GIT_CONFIG_*, GIT_EXTERNAL_DIFF or GIT_SSH
+// redirects it), with prompts off.
 type Git struct {
 	// Path is the git program; empty looks "git" up in PATH.
 	Path string
@@ -41,7 +42,7 @@ func (g Git) cmd(ctx context.Context, dir string, extraEnv []string, args ...str
 	c.Dir = dir
 	env := make([]string, 0, len(g.Environ)+len(extraEnv)+2)
 	for _, kv := range g.Environ {
-		if !strings.HasPrefix(kv, "GIT_") {
+		if !strings.HasPrefix(kv, "GIT_") || identityVar(kv) {
 			env = append(env, kv)
 		}
 	}
@@ -130,4 +131,15 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return b.Buffer.Write(p)
+}
+
+// identityVar reports whether kv sets the author or committer identity,
+// which host git may keep.
+func identityVar(kv string) bool {
+	name, _, _ := strings.Cut(kv, "=")
+	switch name {
+	case "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL":
+		return true
+	}
+	return false
 }

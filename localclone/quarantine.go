@@ -35,9 +35,11 @@ func quarantineRef(name string) string {
 // present and name a commit; every other ref is ignored; every
 // prerequisite must be a commit the host has; the pack is indexed with
 // index-pack --strict (fsck of every object and its links); and the tips
-// must be fully connected. Any failure is an errdefs.ErrRefused RepoError
-// saying why.
-func (r Repo) Import(ctx context.Context, g Git, bundle io.Reader, want []string, tmpDir string) (*Quarantine, error) {
+// must be fully connected. A wanted ref that defaults names (a commit the
+// host has) may be absent: git leaves out a ref whose tip is a
+// prerequisite, such as a branch with no new commits. Any failure is an
+// errdefs.ErrRefused RepoError saying why.
+func (r Repo) Import(ctx context.Context, g Git, bundle io.Reader, want []string, defaults map[string]string, tmpDir string) (*Quarantine, error) {
 	br := bufio.NewReaderSize(bundle, 64<<10)
 	h, err := ParseHeader(br)
 	if err != nil {
@@ -48,6 +50,9 @@ func (r Repo) Import(ctx context.Context, g Git, bundle io.Reader, want []string
 	for _, w := range want {
 		wanted[w] = true
 		id, ok := h.Lookup(w)
+		if !ok && defaults[w] != "" {
+			id, ok = defaults[w], true
+		}
 		if !ok {
 			return nil, refused("does not hold " + w + " (was the sandbox's branch deleted or renamed?)")
 		}
@@ -90,6 +95,9 @@ func (r Repo) Import(ctx context.Context, g Git, bundle io.Reader, want []string
 	}
 	args = append(args, "--not")
 	args = append(args, h.Prerequisites...)
+	for _, id := range defaults {
+		args = append(args, id)
+	}
 	if _, err := g.Run(ctx, tmpDir, nil, nil, args...); err != nil {
 		return nil, refused("is not complete: " + err.Error())
 	}
