@@ -180,4 +180,3 @@ to go back (git merge --abort, git reset --merge, git cherry-pick --abort).`,
 			cmd.Flags().BoolVar(&o.rebase, "rebase", false, "replay the commits on top of the current branch (git cherry-pick)")
 		})
 }
-
