@@ -319,7 +319,7 @@ func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (res Cre
 		return CreateResult{}, engine.Classify("create", conn.Endpoint().String(), plan.Name, err)
 	}
 	if lcs != nil {
-		if err := lcs.copyIn(ctx, conn, id, plan.User); err != nil {
+		if err := lcs.copyIn(ctx, conn, id, plan); err != nil {
 			cctx, ccancel := engine.CleanupContext(ctx)
 			defer ccancel()
 			return CreateResult{}, errors.Join(err, conn.Remove(cctx, id, true))

@@ -353,7 +353,7 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 	}
 	if lcs != nil {
 		progress(StepWorkspace, fmt.Sprintf("copying %s at %s into %s on branch %s", termsafe.Line(lcs.info.Repo), lcs.info.Base[:12], lcs.info.Dir, lcs.info.Branch))
-		if err := lcs.copyIn(ctx, conn, sb.ID, sb.Plan.User); err != nil {
+		if err := lcs.copyIn(ctx, conn, sb.ID, sb.Plan); err != nil {
 			return nil, &StepError{StepWorkspace, err}
 		}
 	}

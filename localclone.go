@@ -103,8 +103,8 @@ func (s *localCloneSetup) cleanup() {
 // clones it there as user (so the copy belongs to the agent) and records
 // the base on the host as refs/podbot/base/<name>, which keeps it from
 // being garbage-collected.
-func (s *localCloneSetup) copyIn(ctx context.Context, conn *engine.Conn, id, user string) error {
-	baseDir := path.Dir(s.info.Dir)
+func (s *localCloneSetup) copyIn(ctx context.Context, conn *engine.Conn, id string, plan launchplan.Plan) error {
+	baseDir, user := path.Dir(s.info.Dir), plan.User
 	run := func(argv []string, out *bytes.Buffer) error {
 		var errBuf bytes.Buffer
 		o := engine.ExecOptions{Cmd: argv, User: user, Stderr: &limitedBuffer{buf: &errBuf, max: maxStepOutput}}
@@ -122,7 +122,11 @@ func (s *localCloneSetup) copyIn(ctx context.Context, conn *engine.Conn, id, use
 		return nil
 	}
 	if err := run([]string{"mkdir", "-p", "--", baseDir}, nil); err != nil {
-		return err
+		// The agent may not create it (a non-root user under /): the copy
+		// API makes it, owned by the agent's numeric user when known.
+		if cerr := makeDir(ctx, conn, id, baseDir, plan); cerr != nil {
+			return errors.Join(err, cerr)
+		}
 	}
 	f, err := os.Open(s.bundle)
 	if err != nil {
@@ -160,6 +164,21 @@ func (s *localCloneSetup) copyIn(ctx context.Context, conn *engine.Conn, id, use
 	}
 	_, err = s.git.Run(ctx, s.repo.Top, nil, nil, "update-ref", localclone.BaseRef(s.info.Name), s.info.Base)
 	return err
+}
+
+// makeDir creates dir (one level) through the engine's copy API, mode
+// 0755, owned by the plan's numeric user (root otherwise).
+func makeDir(ctx context.Context, conn *engine.Conn, id, dir string, plan launchplan.Plan) error {
+	uid, gid, _ := plan.NumericUser()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: path.Base(dir) + "/", Mode: 0o755, Uid: uid, Gid: gid, ModTime: time.Now()}); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return conn.CopyTar(ctx, id, path.Dir(dir), &buf)
 }
 
 // errNotLocalClone says a sandbox holds no local clone.
