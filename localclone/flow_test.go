@@ -190,3 +190,64 @@ func TestGitEnvironment(t *testing.T) {
 		t.Errorf("args %s", args)
 	}
 }
+
+// TestImportFreshBranch: a branch with no new commits is left out of the
+// sandbox's bundle by git; it comes back as its base.
+func TestImportFreshBranch(t *testing.T) {
+	ctx := context.Background()
+	g := testGit(t)
+	host := hostRepo(t)
+	r, _ := Open(ctx, g, host)
+	base, _ := r.Resolve(ctx, g, "")
+	var bundle bytes.Buffer
+	if err := r.WriteBundle(ctx, g, &bundle, base, BranchRef("sb2")); err != nil {
+		t.Fatal(err)
+	}
+	sbx := t.TempDir()
+	bpath := filepath.Join(sbx, "in.bundle")
+	os.WriteFile(bpath, bundle.Bytes(), 0o644)
+	dir := filepath.Join(sbx, "app")
+	sh(t, sbx, CopyInCommand(bpath, dir, Branch("sb2"))...)
+	if _, err := os.Stat(bpath); !os.IsNotExist(err) {
+		t.Errorf("bundle left in the sandbox: %v", err)
+	}
+	info := Info{Name: "sb2", Repo: r.Top, Base: base, Branch: Branch("sb2"), Dir: dir}
+	argv := ExportCommand(info, false)
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := r.Import(ctx, g, bytes.NewReader(out), []string{BranchRef("sb2"), SnapshotRef}, map[string]string{BranchRef("sb2"): base}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Tips[BranchRef("sb2")] != base {
+		t.Errorf("tip %s, want base %s", q.Tips[BranchRef("sb2")], base)
+	}
+	st := StatusCommand(info)
+	got, err := exec.Command(st[0], st[1:]...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tip, dirty, ok := ParseStatus(string(got)); !ok || dirty || tip != base {
+		t.Errorf("status %q -> %s %v %v", got, tip, dirty, ok)
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	for in, want := range map[string]struct {
+		tip       string
+		dirty, ok bool
+	}{
+		idA + "\nclean\n": {idA, false, true},
+		"\ndirty\n":       {"", true, true},
+		"junk\nclean\n":   {"", false, false},
+		idA + "\nmaybe\n": {"", false, false},
+		"":                {"", false, false},
+	} {
+		tip, dirty, ok := ParseStatus(in)
+		if tip != want.tip || dirty != want.dirty || ok != want.ok {
+			t.Errorf("ParseStatus(%q) = %q %v %v", in, tip, dirty, ok)
+		}
+	}
+}
