@@ -196,3 +196,20 @@ func asRepoErr(op, repo string, err error) error {
 	}
 	return &errdefs.RepoError{Op: op, Repo: repo, Reason: errdefs.ErrExecFailed, Err: err}
 }
+
+// CopyLocalRepo copies the host repository of lc into the running
+// container id at dir, on branch podbot/<plan.Name>, as Launch and Create
+// do for a local_clone workspace (with the plan's user), and returns what
+// the sandbox's labels would record. Library callers and benchmarks use
+// it for a sandbox that already exists; its labels are not changed.
+func CopyLocalRepo(ctx context.Context, conn *engine.Conn, id string, plan launchplan.Plan, lc LocalCloneOptions, dir string, environ []string) (localclone.Info, error) {
+	s, err := prepareLocalClone(ctx, environ, lc, plan.Name, dir)
+	if err != nil {
+		return localclone.Info{}, err
+	}
+	defer s.cleanup()
+	if err := s.copyIn(ctx, conn, id, plan); err != nil {
+		return localclone.Info{}, err
+	}
+	return s.info, nil
+}
