@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -328,10 +329,11 @@ func Unfetched(ctx context.Context, conn *engine.Conn, c Container, environ []st
 		}
 		tip, dirty = t, d
 	} else {
-		data, err := conn.ReadFile(ctx, c.ID, filepath.Join(info.Dir, ".git", "refs", "heads", info.Branch), 256)
-		if err == nil {
-			tip = strings.TrimSpace(string(data))
+		t, found := stoppedTip(ctx, conn, c.ID, info)
+		if !found {
+			return true, "its branch " + info.Branch + " could not be read from the stopped sandbox (podbot start " + c.Name + ", then podbot fetch " + c.Name + ")", nil
 		}
+		tip = t
 	}
 	if dirty {
 		return true, "it has uncommitted changes (podbot fetch --snapshot " + c.Name + " takes them)", nil
@@ -375,4 +377,18 @@ func forgetLocalClone(ctx context.Context, c Container, environ []string) {
 	}
 	g := localclone.Git{Environ: environ}
 	_, _ = g.Run(ctx, info.Repo, nil, nil, "update-ref", "-d", localclone.BaseRef(info.Name), info.Base)
+}
+
+// stoppedTip reads the branch tip of a stopped sandbox through the copy
+// API: the loose ref, else its line in packed-refs (both bounded).
+func stoppedTip(ctx context.Context, conn *engine.Conn, id string, info localclone.Info) (string, bool) {
+	gitDir := path.Join(info.Dir, ".git")
+	if data, err := conn.ReadFile(ctx, id, path.Join(gitDir, "refs", "heads", info.Branch), 256); err == nil {
+		return localclone.ParseLooseRef(string(data))
+	}
+	data, err := conn.ReadFile(ctx, id, path.Join(gitDir, "packed-refs"), 4<<20)
+	if err != nil {
+		return "", false
+	}
+	return localclone.FindPackedRef(string(data), localclone.BranchRef(info.Name))
 }

@@ -91,7 +91,7 @@ func TestLocalCloneTwoSandboxes(t *testing.T) {
 		}
 
 		// rm refuses a sandbox with unfetched work unless forced.
-		sandboxScript(t, ctx, e, two, "git commit -qam 'two: more'")
+		sandboxScript(t, ctx, e, two, "git commit -qam 'two: more'; git pack-refs --all")
 		h.mustPodbot(t, ctx, e, "stop", two)
 		if r := h.podbot(t, ctx, e, "rm", two); r.Code != 7 || !strings.Contains(r.Stderr, "never fetched") {
 			t.Errorf("rm of unfetched work: exit %d\n%s", r.Code, r.Stderr)

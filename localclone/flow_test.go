@@ -251,3 +251,34 @@ func TestParseStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestStoppedRefParsers(t *testing.T) {
+	if id, ok := ParseLooseRef(idA + "\n"); !ok || id != idA {
+		t.Errorf("loose: %q %v", id, ok)
+	}
+	for _, bad := range []string{"ref: refs/heads/main\n", idA + "\n\n", "", "zz\n"} {
+		if _, ok := ParseLooseRef(bad); ok {
+			t.Errorf("loose %q accepted", bad)
+		}
+	}
+	packed := "# pack-refs with: peeled fully-peeled sorted \n" + idA + " refs/heads/main\n" + idB + " refs/heads/podbot/sb\n^" + idA + "\n"
+	if id, ok := FindPackedRef(packed, "refs/heads/podbot/sb"); !ok || id != idB {
+		t.Errorf("packed: %q %v", id, ok)
+	}
+	if _, ok := FindPackedRef(packed, "refs/heads/podbot/other"); ok {
+		t.Error("missing ref found")
+	}
+}
+
+func FuzzFindPackedRef(f *testing.F) {
+	f.Add(idA+" refs/heads/podbot/sb\n", "refs/heads/podbot/sb")
+	f.Add("^"+idA+"\n"+idB+" refs/heads/podbot/sb x\n", "refs/heads/podbot/sb")
+	f.Fuzz(func(t *testing.T, data, ref string) {
+		if id, ok := FindPackedRef(data, ref); ok && !isObjectID(id) {
+			t.Fatalf("returned %q", id)
+		}
+		if id, ok := ParseLooseRef(data); ok && !isObjectID(id) {
+			t.Fatalf("loose returned %q", id)
+		}
+	})
+}

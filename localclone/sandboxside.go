@@ -93,3 +93,24 @@ func ParseStatus(out string) (tip string, dirty, ok bool) {
 	}
 	return "", false, false
 }
+
+// ParseLooseRef reads a loose ref file's content: an object id and a
+// newline. A symbolic ref or anything else is not accepted.
+func ParseLooseRef(data string) (string, bool) {
+	id := strings.TrimSuffix(data, "\n")
+	if !isObjectID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// FindPackedRef returns the id packed-refs content gives ref.
+func FindPackedRef(data, ref string) (string, bool) {
+	for _, line := range strings.Split(data, "\n") {
+		id, name, ok := strings.Cut(line, " ")
+		if ok && name == ref && isObjectID(id) {
+			return id, true
+		}
+	}
+	return "", false
+}
