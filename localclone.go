@@ -31,6 +31,9 @@ type LocalCloneOptions struct {
 	// Dirty carries the host's uncommitted changes (tracked and untracked,
 	// not ignored) as one commit on top of the base.
 	Dirty bool
+	// Depth, when positive, copies only the last Depth commits of history
+	// (a shallow repository in the sandbox).
+	Depth int
 }
 
 // localCloneWorkspace is the request workspace of lc under baseDir.
@@ -47,6 +50,8 @@ type localCloneSetup struct {
 	info   localclone.Info
 	tmp    string
 	bundle string
+	// shallow is the shallow list of a Depth copy ("" for a full one).
+	shallow string
 }
 
 // prepareLocalClone checks the host repository, resolves the base (with
@@ -76,6 +81,13 @@ func prepareLocalClone(ctx context.Context, environ []string, lc LocalCloneOptio
 	}
 	s.info = localclone.Info{Name: name, Repo: repo.Top, Base: base, Branch: localclone.Branch(name), Dir: dir}
 	s.bundle = filepath.Join(tmp, "in.bundle")
+	if lc.Depth > 0 {
+		if s.shallow, err = repo.WriteShallowBundle(ctx, g, s.bundle, tmp, base, localclone.BranchRef(name), lc.Depth); err != nil {
+			s.cleanup()
+			return nil, err
+		}
+		return s, nil
+	}
 	f, err := os.OpenFile(s.bundle, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		s.cleanup()
@@ -138,12 +150,22 @@ func (s *localCloneSetup) copyIn(ctx context.Context, conn *engine.Conn, id stri
 		return &errdefs.FilesystemError{Op: "stat", Path: s.bundle, Err: err}
 	}
 	name := ".podbot-" + s.info.Name + ".bundle"
+	shallowName := ""
+	if s.shallow != "" {
+		shallowName = ".podbot-" + s.info.Name + ".shallow"
+	}
 	pr, pw := io.Pipe()
 	go func() {
 		tw := tar.NewWriter(pw)
 		err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: fi.Size(), ModTime: time.Now()})
 		if err == nil {
 			_, err = io.Copy(tw, f)
+		}
+		if err == nil && shallowName != "" {
+			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: shallowName, Mode: 0o644, Size: int64(len(s.shallow)), ModTime: time.Now()})
+			if err == nil {
+				_, err = io.WriteString(tw, s.shallow)
+			}
 		}
 		if err == nil {
 			err = tw.Close()
@@ -154,8 +176,12 @@ func (s *localCloneSetup) copyIn(ctx context.Context, conn *engine.Conn, id stri
 		pr.CloseWithError(err)
 		return err
 	}
+	shallowPath := ""
+	if shallowName != "" {
+		shallowPath = path.Join(baseDir, shallowName)
+	}
 	var out bytes.Buffer
-	if err := run(localclone.CopyInCommand(path.Join(baseDir, name), s.info.Dir, s.info.Branch), &out); err != nil {
+	if err := run(localclone.CopyInCommand(path.Join(baseDir, name), s.info.Dir, s.info.Branch, shallowPath), &out); err != nil {
 		return err
 	}
 	if got := strings.TrimSpace(out.String()); got != s.info.Base {

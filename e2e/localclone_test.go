@@ -113,5 +113,19 @@ func TestLocalCloneTwoSandboxes(t *testing.T) {
 		if d := h.mustPodbot(t, ctx, e, "diff", three).Stdout; d != "" {
 			t.Errorf("a fresh --dirty sandbox has a diff:\n%s", d)
 		}
+
+		// --depth 1: one commit of history, and the work still comes back.
+		four := h.create(t, ctx, e, "lc-depth", "--depth", "1")
+		got = sandboxScript(t, ctx, e, four, "git rev-list --count HEAD; git rev-parse --is-shallow-repository; cat a; echo deep > d; git add d; git commit -qm 'four: add d'")
+		if got != "1\ntrue\nline one\nline two changed by one\n" {
+			t.Errorf("--depth 1 copy: %q", got)
+		}
+		if d := h.mustPodbot(t, ctx, e, "diff", four, "--stat").Stdout; !strings.Contains(d, " d | 1 +") {
+			t.Errorf("diff of a shallow sandbox:\n%s", d)
+		}
+		h.mustPodbot(t, ctx, e, "fetch", four)
+		if got := h.git(t, "-C", h.dir, "log", "--format=%s", "-1", "podbot/"+four); got != "four: add d\n" {
+			t.Errorf("podbot/%s tip: %q", four, got)
+		}
 	})
 }

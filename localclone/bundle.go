@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/podbot/podbot/errdefs"
@@ -147,4 +150,30 @@ func (r Repo) WriteBundle(ctx context.Context, g Git, w io.Writer, tip, ref stri
 	}
 	return g.Stream(ctx, r.Top, strings.NewReader(tip+"\n"), w, nil,
 		"pack-objects", "--stdout", "--revs", "--delta-base-offset", "-q")
+}
+
+// WriteShallowBundle writes to bundlePath a bundle of the last depth
+// commits of tip's history under ref, through a shallow bare repository
+// made under tmpDir, and returns the shallow list the copy needs (empty
+// when the history is not longer than depth).
+func (r Repo) WriteShallowBundle(ctx context.Context, g Git, bundlePath, tmpDir, tip, ref string, depth int) (string, error) {
+	if !isObjectID(tip) || depth <= 0 {
+		return "", badRepo(r.Top, "a shallow copy needs a commit id and a positive depth", "")
+	}
+	sdir := filepath.Join(tmpDir, "shallow.git")
+	if _, err := g.Run(ctx, tmpDir, nil, nil, "init", "-q", "--bare", "--template=", sdir); err != nil {
+		return "", err
+	}
+	if _, err := g.Run(ctx, tmpDir, nil, nil, "--git-dir="+sdir, "fetch", "-q", "--no-tags", "--depth", strconv.Itoa(depth),
+		"file://"+r.Top, tip+":"+ref); err != nil {
+		return "", err
+	}
+	if _, err := g.Run(ctx, tmpDir, nil, nil, "--git-dir="+sdir, "bundle", "create", "-q", bundlePath, ref); err != nil {
+		return "", err
+	}
+	list, err := os.ReadFile(filepath.Join(sdir, "shallow"))
+	if err != nil && !os.IsNotExist(err) {
+		return "", &errdefs.FilesystemError{Op: "read", Path: sdir, Err: err}
+	}
+	return string(list), nil
 }

@@ -76,7 +76,7 @@ func TestRoundTrip(t *testing.T) {
 	bpath := filepath.Join(sbx, "in.bundle")
 	os.WriteFile(bpath, bundle.Bytes(), 0o644)
 	dir := filepath.Join(sbx, "app")
-	head := sh(t, sbx, CopyInCommand(bpath, dir, Branch("sb1"))...)
+	head := sh(t, sbx, CopyInCommand(bpath, dir, Branch("sb1"), "")...)
 	if strings.TrimSpace(head) != start {
 		t.Fatalf("sandbox HEAD %q, want %s", head, start)
 	}
@@ -207,7 +207,7 @@ func TestImportFreshBranch(t *testing.T) {
 	bpath := filepath.Join(sbx, "in.bundle")
 	os.WriteFile(bpath, bundle.Bytes(), 0o644)
 	dir := filepath.Join(sbx, "app")
-	sh(t, sbx, CopyInCommand(bpath, dir, Branch("sb2"))...)
+	sh(t, sbx, CopyInCommand(bpath, dir, Branch("sb2"), "")...)
 	if _, err := os.Stat(bpath); !os.IsNotExist(err) {
 		t.Errorf("bundle left in the sandbox: %v", err)
 	}
@@ -281,4 +281,54 @@ func FuzzFindPackedRef(f *testing.F) {
 			t.Fatalf("loose returned %q", id)
 		}
 	})
+}
+
+// TestShallowCopy: --depth 1 gives the sandbox one commit of history, and
+// its work still comes back.
+func TestShallowCopy(t *testing.T) {
+	ctx := context.Background()
+	g := testGit(t)
+	host := hostRepo(t)
+	r, _ := Open(ctx, g, host)
+	base, _ := r.Resolve(ctx, g, "")
+	tmp := t.TempDir()
+	sbx := t.TempDir()
+	bpath := filepath.Join(sbx, "in.bundle")
+	list, err := r.WriteShallowBundle(ctx, g, bpath, tmp, base, BranchRef("sb3"), 1)
+	if err != nil || strings.TrimSpace(list) != base {
+		t.Fatalf("WriteShallowBundle = %q, %v", list, err)
+	}
+	spath := filepath.Join(sbx, "in.shallow")
+	os.WriteFile(spath, []byte(list), 0o644)
+	dir := filepath.Join(sbx, "app")
+	if head := sh(t, sbx, CopyInCommand(bpath, dir, Branch("sb3"), spath)...); strings.TrimSpace(head) != base {
+		t.Fatalf("HEAD %q", head)
+	}
+	if n := sh(t, dir, "git", "rev-list", "--count", "HEAD"); n != "1\n" {
+		t.Errorf("history of %s commits, want 1", n)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "b")); string(got) != "b\n" {
+		t.Errorf("work tree b = %q", got)
+	}
+	os.WriteFile(filepath.Join(dir, "c"), []byte("c\n"), 0o644)
+	sh(t, dir, "git", "add", "c")
+	sh(t, dir, "git", "commit", "-qm", "shallow work")
+	info := Info{Name: "sb3", Repo: r.Top, Base: base, Branch: Branch("sb3"), Dir: dir}
+	argv := ExportCommand(info, false)
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := r.Import(ctx, g, bytes.NewReader(out), []string{BranchRef("sb3"), SnapshotRef}, map[string]string{BranchRef("sb3"): base}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.FetchInto(ctx, g, r, BranchRef("sb3"), BranchRef("sb3")); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, host, "git", "log", "--format=%s", "-1", "podbot/sb3"); got != "shallow work\n" {
+		t.Errorf("fetched tip %q", got)
+	}
 }

@@ -11,19 +11,24 @@ const SnapshotRef = "refs/podbot/snapshot"
 // programs by accident (they could not reach the host anyway).
 const sandboxGit = `git -c core.hooksPath=/dev/null -c core.fsmonitor=false`
 
-// copyInScript clones the bundle $1 into $2 on branch $3, drops the
-// remote that points at the bundle, removes the bundle and prints HEAD.
+// copyInScript makes a repository at $2 on branch $3 from the bundle $1:
+// with a shallow list $4 (a --depth copy) it goes in first, so git takes
+// the shallow history. The bundle and list are removed and HEAD printed.
 const copyInScript = `set -eu
-` + sandboxGit + ` clone -q --no-tags -b "$3" -- "$1" "$2"
-` + sandboxGit + ` -C "$2" remote remove origin
+G="` + sandboxGit + `"
+$G init -q -b "$3" -- "$2"
+if [ -n "$4" ]; then cp -- "$4" "$2/.git/shallow"; rm -f -- "$4"; fi
+$G -C "$2" fetch -q --no-tags --update-head-ok -- "$1" "refs/heads/$3:refs/heads/$3"
+$G -C "$2" reset -q --hard
 rm -f -- "$1"
-` + sandboxGit + ` -C "$2" rev-parse HEAD
+$G -C "$2" rev-parse HEAD
 `
 
-// CopyInCommand is the argv that clones bundle into dir on branch inside
-// the sandbox. Values are passed as arguments, never into the script.
-func CopyInCommand(bundle, dir, branch string) []string {
-	return []string{"sh", "-c", copyInScript, "sh", bundle, dir, branch}
+// CopyInCommand is the argv that makes the copy from bundle in dir on
+// branch inside the sandbox; shallow is the path of the shallow list, or
+// empty. Values are passed as arguments, never into the script.
+func CopyInCommand(bundle, dir, branch, shallow string) []string {
+	return []string{"sh", "-c", copyInScript, "sh", bundle, dir, branch, shallow}
 }
 
 // exportScript writes to stdout a bundle of the branch $2 and a snapshot

@@ -203,8 +203,8 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		if lib.LocalClone, err = opts.local.options(opts.repo, f.getenv("HOME")); err != nil {
 			return err
 		}
-	} else if opts.local.base != "" || opts.local.dirty {
-		return &usageError{msg: "--base and --dirty go with --repo PATH"}
+	} else if opts.local.base != "" || opts.local.dirty || opts.local.depth != 0 {
+		return &usageError{msg: "--base, --dirty and --depth go with --repo PATH"}
 	}
 	conn, err := f.engine(ctx)
 	if err != nil {

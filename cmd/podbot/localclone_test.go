@@ -54,6 +54,12 @@ func TestLocalCloneFlagOptions(t *testing.T) {
 	if _, err := (&localCloneFlags{}).options("~/x", ""); err == nil {
 		t.Error("~ without HOME accepted")
 	}
+	if _, err := (&localCloneFlags{depth: -1}).options("/src/app", ""); err == nil {
+		t.Error("--depth -1 accepted")
+	}
+	if o, err := (&localCloneFlags{depth: 3}).options("/src/app", ""); err != nil || o.Depth != 3 {
+		t.Errorf("--depth 3: %+v %v", o, err)
+	}
 	m := map[string]string{}
 	workspaceOverrides(m, "", "/src/app")
 	if m["workspace.source"] != config.SourceLocalClone {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,19 +68,24 @@ func isLocalRepo(s string) bool {
 type localCloneFlags struct {
 	base  string
 	dirty bool
+	depth int
 }
 
 func (l *localCloneFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&l.base, "base", "", "with --repo PATH: start the sandbox's branch at `REF` instead of HEAD")
 	fl.BoolVar(&l.dirty, "dirty", false, "with --repo PATH: carry the host's uncommitted changes in as one commit")
+	fl.IntVar(&l.depth, "depth", 0, "with --repo PATH: copy only the last `N` commits of history (default: all)")
 }
 
 // options resolves --repo PATH (made absolute; a leading ~/ is the home
 // directory) into library options; nil when repo is not a local path.
 func (l *localCloneFlags) options(repo, home string) (*podbot.LocalCloneOptions, error) {
+	if l.depth < 0 {
+		return nil, &usageError{msg: fmt.Sprintf("--depth %d: expected a positive number of commits", l.depth)}
+	}
 	if !isLocalRepo(repo) {
-		if l.base != "" || l.dirty {
-			return nil, &usageError{msg: "--base and --dirty go with --repo PATH (a local repository)"}
+		if l.base != "" || l.dirty || l.depth != 0 {
+			return nil, &usageError{msg: "--base, --dirty and --depth go with --repo PATH (a local repository)"}
 		}
 		return nil, nil
 	}
@@ -93,5 +99,5 @@ func (l *localCloneFlags) options(repo, home string) (*podbot.LocalCloneOptions,
 	if err != nil {
 		return nil, &errdefs.FilesystemError{Op: "resolve", Path: repo, Err: err}
 	}
-	return &podbot.LocalCloneOptions{Path: abs, Base: l.base, Dirty: l.dirty}, nil
+	return &podbot.LocalCloneOptions{Path: abs, Base: l.base, Dirty: l.dirty, Depth: l.depth}, nil
 }
