@@ -214,15 +214,6 @@ func errNotLocalClone(name string) error {
 		Hint: "only sandboxes made with --repo PATH (workspace.source = \"local_clone\") have a branch to review"}
 }
 
-// asRepoErr keeps a typed error, or wraps a plain one.
-func asRepoErr(op, repo string, err error) error {
-	var re *errdefs.RepoError
-	if errors.As(err, &re) || err == nil {
-		return err
-	}
-	return &errdefs.RepoError{Op: op, Repo: repo, Reason: errdefs.ErrExecFailed, Err: err}
-}
-
 // CopyLocalRepo copies the host repository of lc into the running
 // container id at dir, on branch podbot/<plan.Name>, as Launch and Create
 // do for a local_clone workspace (with the plan's user), and returns what

@@ -34,7 +34,6 @@ type Review struct {
 	id   string
 	git  localclone.Git
 	repo localclone.Repo
-	user string
 }
 
 // OpenReview resolves the sandbox ref and checks that it was made from the
@@ -81,7 +80,7 @@ func (r *Review) export(ctx context.Context, tmp string, commit bool) (*localclo
 	defer f.Close()
 	var errBuf bytes.Buffer
 	lw := &capWriter{w: f, max: MaxSandboxBundle}
-	code, err := r.conn.Exec(ctx, r.id, engine.ExecOptions{Cmd: localclone.ExportCommand(r.Info, commit), User: r.user,
+	code, err := r.conn.Exec(ctx, r.id, engine.ExecOptions{Cmd: localclone.ExportCommand(r.Info, commit),
 		Stdout: lw, Stderr: &limitedBuffer{buf: &errBuf, max: maxStepOutput}})
 	if err != nil {
 		return nil, err
@@ -284,7 +283,6 @@ func (r *Review) Apply(ctx context.Context, mode ApplyMode) (FetchResult, error)
 	if err != nil {
 		return res, err
 	}
-	id := []string{}
 	var args []string
 	back := ""
 	switch mode {
@@ -295,7 +293,7 @@ func (r *Review) Apply(ctx context.Context, mode ApplyMode) (FetchResult, error)
 	default:
 		args, back = []string{"merge", "--no-edit", "--no-verify", "-m", "Merge " + localclone.Branch(r.Info.Name) + " (podbot sandbox)", res.Ref}, "git merge --abort"
 	}
-	if _, err := g.Run(ctx, top, nil, id, args...); err != nil {
+	if _, err := g.Run(ctx, top, nil, nil, args...); err != nil {
 		if errors.Is(err, context.Canceled) {
 			return res, err
 		}

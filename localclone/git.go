@@ -19,7 +19,10 @@ const maxGitOutput = 64 << 20
 // file-system monitor is started, whatever the repository's or the user's
 // configuration says, so nothing that came from a sandbox can get a command
 // run on the host through git.
-var safeConfig = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never"}
+// Submodules are never recursed into, so a .gitmodules from a sandbox
+// makes the host fetch nothing.
+var safeConfig = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never",
+	"-c", "submodule.recurse=false"}
 
 // Git runs the host's git with a controlled environment: the caller's
 // environment minus every GIT_* variable but the author and committer
@@ -98,15 +101,10 @@ func (g Git) line(ctx context.Context, dir string, args ...string) (string, erro
 	return strings.TrimSpace(s), nil
 }
 
-// lastLine is the last non-empty lines of s, at most 300 bytes.
+// lastLine is the last non-empty line of s, at most 300 bytes.
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)
-	if i := strings.LastIndex(s, "\n"); i >= 0 && len(s)-i < 40 {
-		if j := strings.LastIndex(s[:i], "\n"); j >= 0 {
-			i = j
-		}
-		s = s[i+1:]
-	} else if i >= 0 {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = s[i+1:]
 	}
 	if len(s) > 300 {

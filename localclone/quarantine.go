@@ -109,11 +109,6 @@ func (r Repo) Import(ctx context.Context, g Git, bundle io.Reader, want []string
 	return q, nil
 }
 
-// Git runs git in the quarantine with args.
-func (q *Quarantine) Git(ctx context.Context, g Git, w io.Writer, args ...string) error {
-	return g.Stream(ctx, filepath.Dir(q.Dir), nil, w, nil, append([]string{"--git-dir=" + q.Dir}, args...)...)
-}
-
 // Output runs git in the quarantine and returns its output.
 func (q *Quarantine) Output(ctx context.Context, g Git, args ...string) ([]byte, error) {
 	return g.Run(ctx, filepath.Dir(q.Dir), nil, nil, append([]string{"--git-dir=" + q.Dir}, args...)...)
