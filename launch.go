@@ -411,6 +411,10 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 		req.Workspace = localCloneWorkspace(*lc, cfg.Workspace.BaseDir)
 		return req, nil, nil
 	}
+	if cfg.Workspace.Source == config.SourceLocalClone && opts.HostPath == "" && opts.Repo == "" {
+		return launchplan.Request{}, nil, &errdefs.ConfigError{Key: "workspace.repo_path", Reason: errdefs.ErrMissingRequired,
+			Msg: "workspace.source = \"local_clone\" needs workspace.repo_path or --repo PATH (the host repository to copy)"}
+	}
 	switch {
 	case hostPath != "":
 		m, err := workspace.ResolveHostMount(hostPath, cfg.Workspace.ContainerPath, hostMountPolicy(opts, req.EngineSocketPaths))

@@ -203,6 +203,8 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		if lib.LocalClone, err = opts.local.options(opts.repo, f.getenv("HOME")); err != nil {
 			return err
 		}
+	} else if w := loaded.Config.Workspace; w.Source == config.SourceLocalClone && w.RepoPath != "" {
+		lib.LocalClone = &podbot.LocalCloneOptions{Path: w.RepoPath, Base: opts.local.base, Dirty: opts.local.dirty, Depth: opts.local.depth}
 	} else if opts.local.base != "" || opts.local.dirty || opts.local.depth != 0 {
 		return &usageError{msg: "--base, --dirty and --depth go with --repo PATH"}
 	}
