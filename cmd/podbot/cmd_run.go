@@ -61,6 +61,9 @@ container and its token directory and names the step.
 			if err := opts.parseArgs(args, cmd.ArgsLenAtDash()); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("branch") && isLocalRepo(opts.repo) {
+				return &usageError{msg: "--branch goes with --repo OWNER/NAME; a local --repo PATH starts at its HEAD (or --base REF)"}
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
