@@ -22,6 +22,7 @@ import (
 	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/launchplan"
 	"github.com/podbot/podbot/sandbox"
+	"github.com/podbot/podbot/termsafe"
 	"github.com/podbot/podbot/tokendaemon"
 	"github.com/podbot/podbot/workspace"
 )
@@ -62,6 +63,9 @@ type LaunchOptions struct {
 	// HostPath, when set, bind-mounts this host directory as the workspace
 	// (it overrides workspace.host_path and selects host_mount).
 	HostPath string
+	// LocalClone, when set, copies a host repository into the sandbox
+	// (workspace.source = "local_clone"); it overrides workspace.repo_path.
+	LocalClone *LocalCloneOptions
 	// ConfigFiles are the paths podbot's configuration was, or would be,
 	// read from (config.Loaded.Searched). A host-mount workspace that holds
 	// any of them, or github.private_key_path, is refused: the sandboxed
@@ -161,6 +165,17 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 	plan, err := launchplan.Normalize(req)
 	if err != nil {
 		return nil, &StepError{StepPlan, err}
+	}
+	var lcs *localCloneSetup
+	if lc := localCloneOf(opts); lc != nil && req.Workspace.Strategy == launchplan.WorkspaceLocalClone {
+		progress(StepWorkspace, "checking "+termsafe.Line(lc.Path)+" and bundling its history")
+		if lcs, err = prepareLocalClone(ctx, opts.Environ, *lc, plan.Name, plan.WorkingDir); err != nil {
+			return nil, &StepError{StepWorkspace, err}
+		}
+		defer lcs.cleanup()
+		for k, v := range lcs.info.Labels() {
+			plan.Labels[k] = v
+		}
 	}
 	sb.Name, sb.Plan, sb.Workspace = plan.Name, plan, plan.WorkingDir
 
@@ -343,6 +358,12 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 			return nil, &StepError{StepWorkspace, err}
 		}
 	}
+	if lcs != nil {
+		progress(StepWorkspace, fmt.Sprintf("copying %s at %s into %s on branch %s", termsafe.Line(lcs.info.Repo), lcs.info.Base[:12], lcs.info.Dir, lcs.info.Branch))
+		if err := lcs.copyIn(ctx, conn, sb.ID, sb.Plan); err != nil {
+			return nil, &StepError{StepWorkspace, err}
+		}
+	}
 	return sb, nil
 }
 
@@ -403,6 +424,14 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	if hostPath == "" && cfg.Workspace.Source == config.SourceHostMount {
 		hostPath = cfg.Workspace.HostPath
 	}
+	if lc := localCloneOf(opts); lc != nil && opts.HostPath == "" {
+		req.Workspace = localCloneWorkspace(*lc, cfg.Workspace.BaseDir)
+		return req, nil, nil
+	}
+	if cfg.Workspace.Source == config.SourceLocalClone && opts.HostPath == "" && opts.Repo == "" {
+		return launchplan.Request{}, nil, &errdefs.ConfigError{Key: "workspace.repo_path", Reason: errdefs.ErrMissingRequired,
+			Msg: "workspace.source = \"local_clone\" needs workspace.repo_path or --repo PATH (the host repository to copy)"}
+	}
 	switch {
 	case hostPath != "":
 		m, err := workspace.ResolveHostMount(hostPath, cfg.Workspace.ContainerPath, hostMountPolicy(opts, req.EngineSocketPaths))
@@ -437,6 +466,19 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 		req.Workspace = launchplan.Workspace{Strategy: launchplan.WorkspaceNone}
 	}
 	return req, nil, nil
+}
+
+// localCloneOf is the launch's local clone: opts.LocalClone, or
+// workspace.repo_path when workspace.source is local_clone.
+func localCloneOf(opts LaunchOptions) *LocalCloneOptions {
+	if opts.LocalClone != nil {
+		return opts.LocalClone
+	}
+	w := opts.Config.Workspace
+	if w.Source == config.SourceLocalClone && w.RepoPath != "" {
+		return &LocalCloneOptions{Path: w.RepoPath}
+	}
+	return nil
 }
 
 // startPlan creates and starts the plan's container. The engine calls run

@@ -76,9 +76,10 @@ func keyTable() []keyDef {
 		{"github.token_permissions", TypeMap, false, DefaultTokenPermissions(), "Permissions of the installation tokens (name = \"read\" or \"write\"); tokens are also limited to the one repository being worked on.", func(c *Config) any { return &c.GitHub.TokenPermissions }},
 		{"github.token_refresh_buffer", TypeDuration, false, 5 * time.Minute, "Refresh an installation token this long before it expires.", func(c *Config) any { return &c.GitHub.TokenRefreshBuffer }},
 
-		{"workspace.source", TypeString, false, SourceGitHubClone, "Where the code comes from: github_clone or host_mount.", func(c *Config) any { return &c.Workspace.Source }},
+		{"workspace.source", TypeString, false, SourceGitHubClone, "Where the code comes from: github_clone, local_clone or host_mount.", func(c *Config) any { return &c.Workspace.Source }},
 		{"workspace.base_dir", TypeString, false, "/work", "In-container directory repositories are cloned into (github_clone).", func(c *Config) any { return &c.Workspace.BaseDir }},
 		{"workspace.host_path", TypeString, false, "", "Absolute host directory to mount (host_mount only).", func(c *Config) any { return &c.Workspace.HostPath }},
+		{"workspace.repo_path", TypeString, false, "", "Absolute path of the host git repository local_clone copies into the sandbox (--repo PATH overrides it).", func(c *Config) any { return &c.Workspace.RepoPath }},
 		{"workspace.container_path", TypeString, false, "/workspace", "Where the host directory appears in the container (host_mount).", func(c *Config) any { return &c.Workspace.ContainerPath }},
 		{"workspace.allowed_roots", TypeList, false, []string{}, "Host directories a host_mount path must resolve inside. Required for host_mount.", func(c *Config) any { return &c.Workspace.AllowedRoots }},
 		{"workspace.max_scan_entries", TypeInt, false, int64(200000), "Entries podbot checks for unix sockets in a host_mount tree before refusing it as too large to vouch for.", func(c *Config) any { return &c.Workspace.MaxScanEntries }},

@@ -67,6 +67,8 @@ const (
 	SourceGitHubClone = "github_clone"
 	// SourceHostMount bind-mounts a host directory into the container.
 	SourceHostMount = "host_mount"
+	// SourceLocalClone copies a local repository into the container.
+	SourceLocalClone = "local_clone"
 )
 
 // Workspace says where the agent finds its source code.
@@ -78,6 +80,9 @@ type Workspace struct {
 	// HostPath is the host directory mounted in host_mount mode
 	// (workspace.host_path).
 	HostPath string
+	// RepoPath is the host repository local_clone copies into the
+	// container (workspace.repo_path); --repo PATH overrides it.
+	RepoPath string
 	// ContainerPath is where the host directory appears in the container
 	// (workspace.container_path).
 	ContainerPath string

@@ -262,8 +262,16 @@ func (w Workspace) validate(v *validator) {
 			v.add("workspace.allowed_roots", errdefs.ErrMissingRequired,
 				"host_mount needs at least one allowed root, e.g. workspace.allowed_roots = [\"/home/me/src\"]")
 		}
+	case SourceLocalClone:
+		if w.HostPath != "" {
+			v.add("workspace.host_path", errdefs.ErrConflict,
+				"is set but workspace.source is local_clone; the repository is workspace.repo_path (or --repo PATH)")
+		}
+		if w.RepoPath != "" && !filepath.IsAbs(w.RepoPath) {
+			v.add("workspace.repo_path", errdefs.ErrInvalidValue, "got %q; local_clone needs an absolute host path", w.RepoPath)
+		}
 	default:
-		v.add("workspace.source", errdefs.ErrInvalidValue, "got %q; expected github_clone or host_mount", w.Source)
+		v.add("workspace.source", errdefs.ErrInvalidValue, "got %q; expected github_clone, local_clone or host_mount", w.Source)
 	}
 	v.containerPath("workspace.base_dir", w.BaseDir)
 	v.containerPath("workspace.container_path", w.ContainerPath)

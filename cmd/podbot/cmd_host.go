@@ -26,6 +26,7 @@ type hostOptions struct {
 	name                string
 	extraArgs           []string
 	egress              egressFlags
+	local               localCloneFlags
 }
 
 // configOverrides maps the flags the user gave onto configuration keys.
@@ -109,9 +110,11 @@ mock provider), and its host:port joins the egress allowlist.
 			switch {
 			case opts.workspace != "" && opts.repo != "":
 				return &usageError{msg: "--workspace and --repo contradict each other: mount a host directory or clone a repository, not both"}
+			case opts.branch != "" && isLocalRepo(opts.repo):
+				return &usageError{msg: "--branch goes with --repo OWNER/NAME; a local --repo PATH starts at its HEAD (or --base REF)"}
 			case opts.branch != "" && opts.repo == "":
 				return &usageError{msg: "--branch needs --repo OWNER/NAME"}
-			case opts.repo != "" && opts.branch == "":
+			case opts.repo != "" && opts.branch == "" && !isLocalRepo(opts.repo):
 				return &usageError{msg: "--repo needs --branch BRANCH"}
 			}
 			if err := opts.egress.check(); err != nil {
@@ -135,10 +138,11 @@ mock provider), and its host:port joins the egress allowlist.
 	fl.BoolVar(&opts.allowHostDelegation, "allow-host-delegation", false, "let the agent use the IDE's files, terminals and MCP servers (crosses the trust boundary)")
 	fl.BoolVar(&opts.allowTerminalAuth, "allow-terminal-auth", false, "let the agent's terminal authentication methods reach the IDE, which then relaunches podbot with the agent's arguments and environment (crosses the trust boundary)")
 	fl.StringVar(&opts.workspace, "workspace", "", "host `PATH` to mount as the workspace (must be inside workspace.allowed_roots)")
-	fl.StringVar(&opts.repo, "repo", "", "GitHub repository `OWNER/NAME` to clone into the sandbox")
+	fl.StringVar(&opts.repo, "repo", "", "GitHub repository `OWNER/NAME` to clone, or a local repository PATH (/..., ./..., ~/...) to copy in on branch podbot/<name>")
 	fl.StringVar(&opts.branch, "branch", "", "`BRANCH` to clone (with --repo)")
 	fl.StringVar(&opts.name, "name", "", "container `NAME` (default: generated)")
 	opts.egress.register(fl)
+	opts.local.register(fl)
 	return cmd
 }
 
@@ -161,6 +165,12 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 	}
 	lo.HostPath, lo.Repo, lo.Branch, lo.Name, lo.ExtraArgs = opts.workspace, opts.repo, opts.branch, opts.name, opts.extraArgs
 	lo.AllowHosts = opts.egress.allowHosts
+	if lo.LocalClone, err = opts.local.options(opts.repo, f.getenv("HOME")); err != nil {
+		return err
+	}
+	if lo.LocalClone != nil {
+		lo.Repo, lo.Branch = "", ""
+	}
 	// An IDE that goes away closes the pipe behind stdout. Receiving SIGPIPE
 	// turns the next write into an error instead of killing podbot, so the
 	// bridge stops and the container is still removed.
