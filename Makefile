@@ -14,7 +14,7 @@ ENGINES    := scripts/engines.sh
 K8S        := scripts/k8s.sh
 FUZZTIME   ?= 10s
 
-.PHONY: all build deps peers engines engines-down k8s k8s-down image demo check vet fmt-check test race test-e2e test-k8s bench fuzz clean
+.PHONY: all build deps peers engines engines-down k8s k8s-down image image-acp demo check vet fmt-check test race test-e2e test-k8s bench fuzz clean
 
 all: build
 
@@ -43,7 +43,8 @@ k8s: engines image
 k8s-down:
 	$(K8S) down
 
-# Agent CLIs baked into the agent image (claude, codex, or none), and the
+# Agent CLIs baked into the agent image (claude, codex, opencode, droid,
+# claude-acp, codex-acp, gemini, or none; goose needs --goose-artifact), and the
 # host's extra CA certificates, which npm needs inside the build when a
 # TLS-intercepting proxy stands between this machine and the registry.
 PODBOT_AGENTS ?= claude,codex
@@ -55,6 +56,13 @@ image: build engines
 	source <($(ENGINES) env) && \
 	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_PODMAN_SOCKET" image build --bootstrap --agents $(PODBOT_AGENTS) $(CA_CERTS) && \
 	  $(BIN)/podbot --engine-socket "$$PODBOT_E2E_DOCKER_SOCKET" image build --bootstrap --agents $(PODBOT_AGENTS) $(CA_CERTS)
+
+## image-acp: the ACP agents' test image (localhost/podbot-agent-acp-e2e, built by the e2e
+## test TestACPImageBuild with a stand-in Goose) on both engines, outside test-e2e's timeout;
+## skipped when current (about 3 minutes per engine when not)
+image-acp: build engines image
+	source <($(ENGINES) env) && \
+	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 30m -run '^TestACPImageBuild$$' ./e2e/
 
 ## demo: podbot's main job end to end on this machine: a sample repository
 ## on a local git server, cloned into a sandbox, Codex against a mock model
@@ -93,7 +101,7 @@ peers:
 	scripts/peers.sh bundle
 
 ## test-e2e: real Podman and real dockerd (started here), real peers
-test-e2e: build engines peers image
+test-e2e: build engines peers image image-acp
 	source <($(ENGINES) env) && source <(scripts/peers.sh env) && \
 	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 20m -v -skip '^TestK8s' ./e2e/ 2>&1 | tee $(CURDIR)/.e2e.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e_test' ; \
 	  exit $${PIPESTATUS[0]}

@@ -75,6 +75,9 @@ type CreateOptions struct {
 	// Environ is the host environment the env: sources of [[secrets]] read
 	// (the CLI passes its own); nothing else of it reaches the sandbox.
 	Environ []string
+	// LocalClone, when set, copies a host repository into the sandbox on
+	// branch podbot/<name> (see LocalCloneOptions).
+	LocalClone *LocalCloneOptions
 	// Redactor, when set, learns the real values of the [[secrets]].
 	Redactor *creds.Redactor
 	// Pool, when set, claims a ready member of this agent pool instead of
@@ -211,6 +214,9 @@ func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, 
 		Egress:            eg,
 	}
 	withEgressNetwork(&req)
+	if opts.LocalClone != nil {
+		req.Workspace = localCloneWorkspace(*opts.LocalClone, cfg.Workspace.BaseDir)
+	}
 	if len(req.InitCommand) == 0 && opts.SidecarPath != "" {
 		req.InitCommand = []string{SidecarTarget, "init"}
 	}
@@ -251,6 +257,16 @@ func create(ctx context.Context, conn *engine.Conn, opts CreateOptions, reserved
 	}
 	for k, v := range reserved {
 		plan.Labels[k] = v
+	}
+	var lcs *localCloneSetup
+	if opts.LocalClone != nil {
+		if lcs, err = prepareLocalClone(ctx, opts.Environ, *opts.LocalClone, plan.Name, plan.WorkingDir); err != nil {
+			return CreateResult{}, err
+		}
+		defer lcs.cleanup()
+		for k, v := range lcs.info.Labels() {
+			plan.Labels[k] = v
+		}
 	}
 	sidecar := ""
 	if opts.SidecarPath != "" {
@@ -327,6 +343,13 @@ func create(ctx context.Context, conn *engine.Conn, opts CreateOptions, reserved
 			return CreateResult{}, errors.Join(engine.Classify("create", conn.Endpoint().String(), plan.Name, err), rerr)
 		}
 		return CreateResult{}, engine.Classify("create", conn.Endpoint().String(), plan.Name, err)
+	}
+	if lcs != nil {
+		if err := lcs.copyIn(ctx, conn, id, plan); err != nil {
+			cctx, ccancel := engine.CleanupContext(ctx)
+			defer ccancel()
+			return CreateResult{}, errors.Join(err, conn.Remove(cctx, id, true))
+		}
 	}
 	return CreateResult{ID: id, Name: plan.Name, Plan: plan}, nil
 }

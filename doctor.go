@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/podbot/podbot/agentkind"
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/github"
+	sandboximage "github.com/podbot/podbot/images/sandbox"
 )
 
 // CheckStatus is the verdict of one doctor check.
@@ -44,6 +46,9 @@ type DoctorReport struct {
 	EndpointSource string `json:"endpoint_source,omitempty"`
 	// Engine describes the engine when it answered.
 	Engine *engine.EngineInfo `json:"engine,omitempty"`
+	// Agents lists the agents the configured image holds, with their
+	// versions, from its agent-versions label.
+	Agents []sandboximage.AgentVersion `json:"agents,omitempty"`
 }
 
 // Failed reports whether any check failed.
@@ -116,7 +121,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 		r.Checks = append(r.Checks, Check{Name: name, Status: st, Detail: detail, Fix: fix})
 	}
 
-	image := DefaultImage()
+	image, kind := DefaultImage(), ""
 	if opts.ConfigErr != nil {
 		add("config", CheckFail, opts.ConfigErr.Error(), "fix the value named above, or see `podbot config show`")
 	} else if opts.Config != nil {
@@ -124,12 +129,13 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 		if opts.Config.Config.Image != "" {
 			image = opts.Config.Config.Image
 		}
+		kind = opts.Config.Config.Agent.Kind
 	}
 
 	conn := doctorEngine(ctx, &r, opts, add)
 	if conn != nil {
 		defer conn.Close()
-		doctorImage(ctx, conn, image, add)
+		r.Agents = doctorImage(ctx, conn, image, kind, add)
 	}
 
 	if opts.SidecarPath != "" {
@@ -214,21 +220,55 @@ func doctorEngine(ctx context.Context, r *DoctorReport, opts DoctorOptions, add 
 	return conn
 }
 
-func doctorImage(ctx context.Context, conn *engine.Conn, ref string, add func(string, CheckStatus, string, string)) {
+func doctorImage(ctx context.Context, conn *engine.Conn, ref, kind string, add func(string, CheckStatus, string, string)) []sandboximage.AgentVersion {
 	info, err := conn.API().ImageInspect(ctx, ref)
 	if err != nil {
 		add("image", CheckWarn, fmt.Sprintf("%s not present", ref), "build it with `podbot image build --bootstrap`")
-		return
+		return nil
 	}
-	v := ""
+	var labels map[string]string
 	if info.Config != nil {
-		v = info.Config.Labels["podbot.version"]
+		labels = info.Config.Labels
 	}
+	v := labels["podbot.version"]
 	if v != "" && v != Version && ref == DefaultImage() {
 		add("image", CheckWarn, fmt.Sprintf("%s built by podbot %s", ref, v), "rebuild it with `podbot image build --force`")
-		return
+	} else {
+		add("image", CheckOK, ref+" present", "")
 	}
-	add("image", CheckOK, ref+" present", "")
+	return doctorAgents(ref, labels, kind, add)
+}
+
+// doctorAgents reports the agents the image's label lists (no container
+// is started) and warns when the configured kind's agent is not among
+// them.
+func doctorAgents(ref string, labels map[string]string, kind string, add func(string, CheckStatus, string, string)) []sandboximage.AgentVersion {
+	agents := sandboximage.ParseAgentVersions(labels[sandboximage.AgentVersionsLabel])
+	names := make([]string, 0, len(agents))
+	have := map[string]bool{}
+	for _, a := range agents {
+		names = append(names, a.Name+" "+a.Version)
+		have[a.Name] = true
+	}
+	detail := "none listed in " + ref
+	if len(names) > 0 {
+		detail = strings.Join(names, ", ")
+	}
+	want := ""
+	switch {
+	case kind == config.KindClaude || kind == config.KindCodex:
+		want = kind
+	case agentkind.IsACPKind(kind):
+		k, _ := agentkind.Lookup(kind)
+		want = k.CLI
+	}
+	if want != "" && !have[want] {
+		add("agents", CheckWarn, fmt.Sprintf("%s; agent.kind %s needs %s", detail, kind, want),
+			fmt.Sprintf("build an agent image with it (`podbot image build --bootstrap --agents %s`) and set image to it", want))
+		return agents
+	}
+	add("agents", CheckOK, detail, "")
+	return agents
 }
 
 // capSysResource is CAP_SYS_RESOURCE's bit in /proc/self/status CapBnd.

@@ -6,12 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/distribution/reference"
 	"github.com/docker/docker/api/types/build"
 
 	"github.com/podbot/podbot/errdefs"
@@ -32,6 +34,16 @@ type AgentImageOptions struct {
 	// CACerts are host PEM files of extra CA certificates the image trusts
 	// (for a TLS-intercepting proxy in front of the npm registry).
 	CACerts []string
+	// Goose, when set, installs Goose from this pinned artifact; "goose"
+	// in Agents needs it.
+	Goose *GooseArtifact
+	// Tag, when set, names the image instead of DefaultAgentImage (and
+	// the latest tag is not moved): for a test or variant image beside
+	// the default one.
+	Tag string
+	// HTTPClient fetches an https Goose artifact; nil uses a client that
+	// follows https redirects only.
+	HTTPClient *http.Client
 	// Force rebuilds even when an image built from the same inputs exists.
 	Force bool
 	// Progress receives one line per build step or status; nil discards.
@@ -41,10 +53,11 @@ type AgentImageOptions struct {
 // maxCACert bounds one extra CA certificate file.
 const maxCACert = 1 << 20
 
-// ParseAgents checks a list of agent CLI names ("claude", "codex", or
-// "none" alone for no CLI) and returns it sorted without duplicates.
+// ParseAgents checks a list of agent CLI names (see
+// sandboximage.AgentCLIs, plus goose, or "none" alone for no CLI) and
+// returns it sorted without duplicates.
 func ParseAgents(list string) ([]string, error) {
-	known := map[string]bool{}
+	known := map[string]bool{sandboximage.GooseName: true}
 	var names []string
 	for _, c := range sandboximage.AgentCLIs() {
 		known[c.Name] = true
@@ -58,7 +71,7 @@ func ParseAgents(list string) ([]string, error) {
 			continue
 		case !known[a]:
 			return nil, &errdefs.ConfigError{Key: "--agents", Reason: errdefs.ErrInvalidValue,
-				Msg: fmt.Sprintf("unknown agent %q; use a comma-separated list of %s, or none", a, strings.Join(names, ", "))}
+				Msg: fmt.Sprintf("unknown agent %q; use a comma-separated list of %s, %s, or none", a, strings.Join(names, ", "), sandboximage.GooseName)}
 		case !slices.Contains(out, a):
 			out = append(out, a)
 		}
@@ -82,11 +95,31 @@ func BuildAgentImage(ctx context.Context, api ImageAPI, opts AgentImageOptions) 
 		base = DefaultImage()
 	}
 	ref := DefaultAgentImage()
-	latest := sandboximage.AgentImageName + ":" + sandboximage.LatestTag
-	res := ImageBuildResult{Image: ref, Tags: []string{ref, latest}, Base: base}
+	tags := []string{ref, sandboximage.AgentImageName + ":" + sandboximage.LatestTag}
+	if opts.Tag != "" {
+		if err := checkImageTag(opts.Tag); err != nil {
+			return ImageBuildResult{Image: opts.Tag, Base: base}, err
+		}
+		ref, tags = opts.Tag, []string{opts.Tag}
+	}
+	res := ImageBuildResult{Image: ref, Tags: tags, Base: base}
 	agents, err := ParseAgents(strings.Join(opts.Agents, ","))
 	if err != nil {
 		return res, err
+	}
+	if opts.Goose != nil && !slices.Contains(agents, sandboximage.GooseName) {
+		agents = append(agents, sandboximage.GooseName)
+		slices.Sort(agents)
+	}
+	var gooseBin []byte
+	switch {
+	case slices.Contains(agents, sandboximage.GooseName) && opts.Goose == nil:
+		return res, &errdefs.ConfigError{Key: "--agents", Reason: errdefs.ErrMissingRequired,
+			Msg: "goose is published on no registry podbot builds from: pass its pinned release with --goose-artifact FILE|URL --goose-sha256 HEX --goose-version VERSION"}
+	case opts.Goose != nil:
+		if gooseBin, err = gooseBinary(ctx, *opts.Goose, opts.HTTPClient); err != nil {
+			return res, err
+		}
 	}
 	baseInfo, err := api.ImageInspect(ctx, base)
 	if err != nil {
@@ -97,7 +130,8 @@ func BuildAgentImage(ctx context.Context, api ImageAPI, opts AgentImageOptions) 
 	if err != nil {
 		return res, err
 	}
-	digest := agentDigest(baseInfo.ID, agents, certs)
+	versions := agentVersions(agents, opts.Goose)
+	digest := agentDigest(baseInfo.ID, agents, certs, gooseBin)
 	if !opts.Force {
 		if info, err := api.ImageInspect(ctx, ref); err == nil && info.Config != nil && info.Config.Labels[ContentLabel] == digest {
 			progress(fmt.Sprintf("image %s is current (use --force to rebuild)", ref))
@@ -105,23 +139,23 @@ func BuildAgentImage(ctx context.Context, api ImageAPI, opts AgentImageOptions) 
 			return res, nil
 		}
 	}
-	buildCtx, err := agentContextTar(certs)
+	buildCtx, err := agentContextTar(certs, gooseBin)
 	if err != nil {
 		return res, err
 	}
 	args := map[string]*string{
-		sandboximage.BaseArg:   strPtr(base),
-		sandboximage.AgentsArg: strPtr(strings.Join(agents, " ")),
-	}
-	for _, c := range sandboximage.AgentCLIs() {
-		args[c.VersionArg] = strPtr(c.Version)
+		sandboximage.BaseArg:        strPtr(base),
+		sandboximage.AgentsArg:      strPtr(strings.Join(agents, " ")),
+		sandboximage.NPMSpecsArg:    strPtr(strings.Join(npmSpecs(agents), " ")),
+		sandboximage.NodeVersionArg: strPtr(sandboximage.NodeVersion),
 	}
 	progress(fmt.Sprintf("building %s from %s with agents [%s]", ref, base, strings.Join(agents, " ")))
 	resp, err := api.ImageBuild(ctx, bytes.NewReader(buildCtx), build.ImageBuildOptions{
-		Tags:        res.Tags,
-		Dockerfile:  sandboximage.AgentsContainerfileName,
-		BuildArgs:   args,
-		Labels:      map[string]string{ContentLabel: digest, sandboximage.VersionLabel: Version},
+		Tags:       res.Tags,
+		Dockerfile: sandboximage.AgentsContainerfileName,
+		BuildArgs:  args,
+		Labels: map[string]string{ContentLabel: digest, sandboximage.VersionLabel: Version,
+			sandboximage.AgentVersionsLabel: sandboximage.FormatAgentVersions(versions)},
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,
@@ -189,13 +223,42 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// npmSpecs lists the exact npm package specs the named CLIs need.
+func npmSpecs(agents []string) []string {
+	var specs []string
+	for _, a := range agents {
+		if c, ok := sandboximage.LookupAgentCLI(a); ok {
+			for _, p := range c.Packages {
+				specs = append(specs, p.Spec())
+			}
+		}
+	}
+	return specs
+}
+
+// agentVersions lists the installed agents with their versions, for the
+// image's agent-versions label.
+func agentVersions(agents []string, goose *GooseArtifact) []sandboximage.AgentVersion {
+	var out []sandboximage.AgentVersion
+	for _, a := range agents {
+		if c, ok := sandboximage.LookupAgentCLI(a); ok {
+			out = append(out, sandboximage.AgentVersion{Name: a, Version: c.Version()})
+		} else if a == sandboximage.GooseName && goose != nil {
+			out = append(out, sandboximage.AgentVersion{Name: a, Version: goose.Version})
+		}
+	}
+	return out
+}
+
 // agentDigest identifies everything the agent image is built from.
-func agentDigest(baseID string, agents []string, certs []caCert) string {
+func agentDigest(baseID string, agents []string, certs []caCert, gooseBin []byte) string {
 	h := sha256.New()
 	parts := [][]byte{sandboximage.AgentsContainerfile, sandboximage.NestedContainersConf, sandboximage.NestedStorageConf,
-		[]byte(baseID), []byte(strings.Join(agents, " ")), []byte(Version)}
+		[]byte(baseID), []byte(strings.Join(agents, " ")), []byte(Version), []byte(sandboximage.NodeVersion), gooseBin}
 	for _, c := range sandboximage.AgentCLIs() {
-		parts = append(parts, []byte(c.Name+"@"+c.Version))
+		for _, p := range c.Packages {
+			parts = append(parts, []byte(c.Name+":"+p.Spec()))
+		}
 	}
 	for _, c := range certs {
 		parts = append(parts, []byte(c.name), c.data)
@@ -208,16 +271,33 @@ func agentDigest(baseID string, agents []string, certs []caCert) string {
 }
 
 // agentContextTar is the agent image's build context.
-func agentContextTar(certs []caCert) ([]byte, error) {
+func agentContextTar(certs []caCert, gooseBin []byte) ([]byte, error) {
 	files := []contextFile{
 		{sandboximage.AgentsContainerfileName, sandboximage.AgentsContainerfile, 0o644},
 		{sandboximage.NestedContainersConfName, sandboximage.NestedContainersConf, 0o644},
 		{sandboximage.NestedStorageConfName, sandboximage.NestedStorageConf, 0o644},
 		// The ca/ directory always exists, so the COPY never fails.
 		{sandboximage.CADir + "/README", []byte("extra CA certificates podbot image build --ca-cert added\n"), 0o644},
+		{sandboximage.GooseDir + "/README", []byte("the Goose executable podbot image build --goose-artifact supplied\n"), 0o644},
+	}
+	if gooseBin != nil {
+		files = append(files, contextFile{sandboximage.GooseDir + "/goose", gooseBin, 0o755})
 	}
 	for _, c := range certs {
 		files = append(files, contextFile{sandboximage.CADir + "/" + c.name, c.data, 0o644})
 	}
 	return contextTar(files)
+}
+
+// checkImageTag accepts a named, tagged image reference without a digest
+// (repository:tag), the only form a build tags.
+func checkImageTag(tag string) error {
+	ref, err := reference.ParseNormalizedNamed(tag)
+	_, tagged := ref.(reference.NamedTagged)
+	_, digested := ref.(reference.Digested)
+	if err != nil || !tagged || digested {
+		return &errdefs.ConfigError{Key: "--tag", Reason: errdefs.ErrInvalidValue,
+			Msg: fmt.Sprintf("%q is not an image reference of the form REPOSITORY:TAG", tag)}
+	}
+	return nil
 }

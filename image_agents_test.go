@@ -26,7 +26,9 @@ func TestParseAgents(t *testing.T) {
 		{" codex , claude,codex", []string{"claude", "codex"}, false},
 		{"none", nil, false},
 		{"", nil, false},
-		{"claude,gemini", nil, true},
+		{"claude,gemini", []string{"claude", "gemini"}, false},
+		{"opencode,droid,goose,claude-acp,codex-acp", []string{"claude-acp", "codex-acp", "droid", "goose", "opencode"}, false},
+		{"claude,aider", nil, true},
 	}
 	for _, tt := range tests {
 		got, err := ParseAgents(tt.in)
@@ -66,10 +68,14 @@ func TestBuildAgentImage(t *testing.T) {
 	if got := *api.buildOpts.BuildArgs[sandboximage.AgentsArg]; got != "claude codex" {
 		t.Errorf("%s = %q", sandboximage.AgentsArg, got)
 	}
-	for _, c := range sandboximage.AgentCLIs() {
-		if got := api.buildOpts.BuildArgs[c.VersionArg]; got == nil || *got != c.Version {
-			t.Errorf("%s not pinned to %s", c.VersionArg, c.Version)
-		}
+	if got := *api.buildOpts.BuildArgs[sandboximage.NPMSpecsArg]; got != "@anthropic-ai/claude-code@2.1.330 @openai/codex@0.169.0" {
+		t.Errorf("%s = %q", sandboximage.NPMSpecsArg, got)
+	}
+	if got := *api.buildOpts.BuildArgs[sandboximage.NodeVersionArg]; got != sandboximage.NodeVersion {
+		t.Errorf("%s = %q", sandboximage.NodeVersionArg, got)
+	}
+	if got := api.buildOpts.Labels[sandboximage.AgentVersionsLabel]; got != "claude=2.1.330,codex=0.169.0" {
+		t.Errorf("%s = %q", sandboximage.AgentVersionsLabel, got)
 	}
 	files := tarFiles(t, api.buildCtx)
 	for _, want := range []string{sandboximage.AgentsContainerfileName, sandboximage.NestedContainersConfName,

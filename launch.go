@@ -22,6 +22,7 @@ import (
 	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/launchplan"
 	"github.com/podbot/podbot/sandbox"
+	"github.com/podbot/podbot/termsafe"
 	"github.com/podbot/podbot/tokendaemon"
 	"github.com/podbot/podbot/workspace"
 )
@@ -62,6 +63,9 @@ type LaunchOptions struct {
 	// HostPath, when set, bind-mounts this host directory as the workspace
 	// (it overrides workspace.host_path and selects host_mount).
 	HostPath string
+	// LocalClone, when set, copies a host repository into the sandbox
+	// (workspace.source = "local_clone"); it overrides workspace.repo_path.
+	LocalClone *LocalCloneOptions
 	// ConfigFiles are the paths podbot's configuration was, or would be,
 	// read from (config.Loaded.Searched). A host-mount workspace that holds
 	// any of them, or github.private_key_path, is refused: the sandboxed
@@ -161,6 +165,17 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 	plan, err := launchplan.Normalize(req)
 	if err != nil {
 		return nil, &StepError{StepPlan, err}
+	}
+	var lcs *localCloneSetup
+	if lc := localCloneOf(opts); lc != nil && req.Workspace.Strategy == launchplan.WorkspaceLocalClone {
+		progress(StepWorkspace, "checking "+termsafe.Line(lc.Path)+" and bundling its history")
+		if lcs, err = prepareLocalClone(ctx, opts.Environ, *lc, plan.Name, plan.WorkingDir); err != nil {
+			return nil, &StepError{StepWorkspace, err}
+		}
+		defer lcs.cleanup()
+		for k, v := range lcs.info.Labels() {
+			plan.Labels[k] = v
+		}
 	}
 	sb.Name, sb.Plan, sb.Workspace = plan.Name, plan, plan.WorkingDir
 
@@ -291,6 +306,18 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 			ght.attach(sb.egress.dirs.VaultPath(egressnet.SecretsFile))
 		}
 	}
+	// The git identity needs no exec: a read-only root filesystem takes it
+	// in the environment, any other in the credentials upload.
+	var gitConfig []byte
+	if opts.GitConfig != nil {
+		name, email := creds.GitIdentity(ctx, opts.GitConfig)
+		if env := creds.GitConfigEnv(name, email); plan.Security.ReadOnlyRootfs && env != nil {
+			plan.Env = append(plan.Env, env...)
+			progress(StepGitIdentity, "user.name and user.email in the environment (GIT_CONFIG_*: the root filesystem is read-only)")
+		} else if !plan.Security.ReadOnlyRootfs {
+			gitConfig = creds.GitConfigFile(name, email)
+		}
+	}
 	sb.Plan = plan
 
 	progress(StepCreate, plan.Name)
@@ -322,17 +349,18 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 	if err := sb.prepareHome(ctx); err != nil {
 		return nil, &StepError{StepCredentials, err}
 	}
-	if err := sb.uploadCredentials(ctx, opts, progress); err != nil {
+	if err := sb.uploadCredentials(ctx, opts, gitConfig, progress); err != nil {
 		return nil, &StepError{StepCredentials, err}
-	}
-	if opts.GitConfig != nil {
-		if err := sb.setGitIdentity(ctx, opts, progress); err != nil {
-			return nil, &StepError{StepGitIdentity, err}
-		}
 	}
 	if req.Workspace.Strategy == launchplan.WorkspaceGitHubClone && opts.Repo != "" {
 		progress(StepWorkspace, fmt.Sprintf("cloning %s at %s", opts.Repo, opts.Branch))
 		if err := sb.clone(ctx, opts); err != nil {
+			return nil, &StepError{StepWorkspace, err}
+		}
+	}
+	if lcs != nil {
+		progress(StepWorkspace, fmt.Sprintf("copying %s at %s into %s on branch %s", termsafe.Line(lcs.info.Repo), lcs.info.Base[:12], lcs.info.Dir, lcs.info.Branch))
+		if err := lcs.copyIn(ctx, conn, sb.ID, sb.Plan); err != nil {
 			return nil, &StepError{StepWorkspace, err}
 		}
 	}
@@ -342,10 +370,15 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 // launchRequest maps the configuration and options to a launch request.
 func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *workspace.Mount, error) {
 	cfg := opts.Config
-	env, secrets, err := creds.Passthrough(cfg.Agent.EnvAllowlist, cfg.Agent.EnvRequired, opts.Environ)
+	kind, err := kindLaunch(cfg.Agent)
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
+	env, secrets, err := creds.Passthrough(append(slices.Clone(cfg.Agent.EnvAllowlist), kind.keyEnv...), cfg.Agent.EnvRequired, opts.Environ)
+	if err != nil {
+		return launchplan.Request{}, nil, err
+	}
+	env = mergeEnv(kind.env, env)
 	if opts.Redactor != nil {
 		opts.Redactor.Add(secrets...)
 	}
@@ -353,7 +386,12 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
-	eg, err := EgressFromConfig(cfg, cfg.Agent.Kind, opts.AllowHosts...)
+	allowHosts := opts.AllowHosts
+	if cfg.Network.Mode == config.NetworkAllowlist {
+		// Only the allowlist uses rules; the other modes refuse them.
+		allowHosts = append(slices.Clone(allowHosts), kind.allowHosts...)
+	}
+	eg, err := EgressFromConfig(cfg, cfg.Agent.Kind, allowHosts...)
 	if err != nil {
 		return launchplan.Request{}, nil, err
 	}
@@ -364,7 +402,7 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 			Mode:      launchplan.AgentMode(cfg.Agent.Mode),
 			Command:   cfg.Agent.Command,
 			Args:      cfg.Agent.Args,
-			ExtraArgs: opts.ExtraArgs,
+			ExtraArgs: append(slices.Clone(kind.args), opts.ExtraArgs...),
 		},
 		Image:             cfg.Image,
 		Name:              opts.Name,
@@ -385,6 +423,14 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 	hostPath := opts.HostPath
 	if hostPath == "" && cfg.Workspace.Source == config.SourceHostMount {
 		hostPath = cfg.Workspace.HostPath
+	}
+	if lc := localCloneOf(opts); lc != nil && opts.HostPath == "" {
+		req.Workspace = localCloneWorkspace(*lc, cfg.Workspace.BaseDir)
+		return req, nil, nil
+	}
+	if cfg.Workspace.Source == config.SourceLocalClone && opts.HostPath == "" && opts.Repo == "" {
+		return launchplan.Request{}, nil, &errdefs.ConfigError{Key: "workspace.repo_path", Reason: errdefs.ErrMissingRequired,
+			Msg: "workspace.source = \"local_clone\" needs workspace.repo_path or --repo PATH (the host repository to copy)"}
 	}
 	switch {
 	case hostPath != "":
@@ -420,6 +466,19 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 		req.Workspace = launchplan.Workspace{Strategy: launchplan.WorkspaceNone}
 	}
 	return req, nil, nil
+}
+
+// localCloneOf is the launch's local clone: opts.LocalClone, or
+// workspace.repo_path when workspace.source is local_clone.
+func localCloneOf(opts LaunchOptions) *LocalCloneOptions {
+	if opts.LocalClone != nil {
+		return opts.LocalClone
+	}
+	w := opts.Config.Workspace
+	if w.Source == config.SourceLocalClone && w.RepoPath != "" {
+		return &LocalCloneOptions{Path: w.RepoPath}
+	}
+	return nil
 }
 
 // startPlan creates and starts the plan's container. The engine calls run
@@ -493,6 +552,7 @@ func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name st
 		RefreshBuffer: opts.Config.GitHub.TokenRefreshBuffer,
 		Logger:        logger,
 		Alive:         func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, name) },
+		Watch:         func(ctx context.Context, changed func()) error { return conn.WatchContainer(ctx, name, changed) },
 		Vault:         tokenVaultOf(vault),
 		Placeholder:   placeholder,
 	})
@@ -526,13 +586,17 @@ func (sb *Sandbox) runToken(logger *slog.Logger) {
 	}()
 }
 
-func (sb *Sandbox) uploadCredentials(ctx context.Context, opts LaunchOptions, progress func(string, string)) error {
+// uploadCredentials copies the selected credential directories and the git
+// identity file (gitConfig, when set) into the agent's home in one copy
+// call.
+func (sb *Sandbox) uploadCredentials(ctx context.Context, opts LaunchOptions, gitConfig []byte, progress func(string, string)) error {
 	c := opts.Config.Creds
-	if (!c.CopyClaude && !c.CopyCodex) || opts.HostHome == "" {
+	copyClaude, copyCodex := c.CopyClaude && opts.HostHome != "", c.CopyCodex && opts.HostHome != ""
+	if !copyClaude && !copyCodex && gitConfig == nil {
 		return nil
 	}
-	bo := creds.BuildOptions{HostHome: opts.HostHome, CopyClaude: c.CopyClaude, CopyCodex: c.CopyCodex, Exclude: c.Exclude,
-		TargetHome: sb.Plan.Home, Overrides: sb.credOverrides, Forbidden: sb.credForbidden}
+	bo := creds.BuildOptions{HostHome: opts.HostHome, CopyClaude: copyClaude, CopyCodex: copyCodex, Exclude: c.Exclude,
+		TargetHome: sb.Plan.Home, Overrides: sb.credOverrides, Forbidden: sb.credForbidden, GitConfig: gitConfig}
 	if uid, gid, ok := sb.Plan.NumericUser(); ok {
 		bo.UID, bo.GID = uid, gid
 	}
@@ -540,7 +604,12 @@ func (sb *Sandbox) uploadCredentials(ctx context.Context, opts LaunchOptions, pr
 	if err != nil || arch == nil {
 		return err
 	}
-	progress(StepCredentials, fmt.Sprintf("copying %v into %s", arch.Paths, arch.TargetHome))
+	if len(arch.Paths) > 0 {
+		progress(StepCredentials, fmt.Sprintf("copying %v into %s", arch.Paths, arch.TargetHome))
+	}
+	if arch.GitConfig != "" {
+		progress(StepGitIdentity, "user.name and user.email in "+arch.GitConfig)
+	}
 	return sb.conn.CopyTar(ctx, sb.ID, arch.TargetHome, arch.Reader())
 }
 
@@ -567,21 +636,6 @@ func (sb *Sandbox) prepareHome(ctx context.Context) error {
 		return err
 	}
 	return sb.conn.CopyTar(ctx, sb.ID, path.Dir(sb.Plan.Home), &buf)
-}
-
-func (sb *Sandbox) setGitIdentity(ctx context.Context, opts LaunchOptions, progress func(string, string)) error {
-	name, email := creds.GitIdentity(ctx, opts.GitConfig)
-	cmds := creds.GitConfigCommands(name, email)
-	if len(cmds) == 0 {
-		return nil
-	}
-	progress(StepGitIdentity, "setting user.name and user.email")
-	for _, argv := range cmds {
-		if err := sb.run(ctx, argv, nil, "", nil); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (sb *Sandbox) clone(ctx context.Context, opts LaunchOptions) error {

@@ -236,6 +236,9 @@ type RemoveOptions struct {
 	Force bool
 	// Any allows a container podbot did not create.
 	Any bool
+	// Environ is the environment host git runs with when a local_clone
+	// sandbox is checked for unfetched work.
+	Environ []string
 }
 
 // Remove resolves ref (see ResolveContainer) and removes the container and
@@ -246,6 +249,17 @@ func Remove(ctx context.Context, conn *engine.Conn, ref string, opts RemoveOptio
 	if err != nil {
 		return Container{}, err
 	}
+	if !opts.Force {
+		// A local_clone sandbox's work lives only in it until fetched.
+		lost, why, err := Unfetched(ctx, conn, c, opts.Environ)
+		if err != nil {
+			return c, err
+		}
+		if lost {
+			return c, &errdefs.RepoError{Op: "rm", Repo: c.Name, Reason: errdefs.ErrRefused,
+				Msg: "the sandbox holds work the host does not have: " + why, Hint: "fetch it first, or pass --force to discard it"}
+		}
+	}
 	var link string
 	if info, err := conn.Inspect(ctx, c.ID, false); err == nil {
 		link = sidecarLinkDirOf(info)
@@ -254,6 +268,7 @@ func Remove(ctx context.Context, conn *engine.Conn, ref string, opts RemoveOptio
 		return c, err
 	}
 	err = removeSidecarLink(link)
+	forgetLocalClone(ctx, c, opts.Environ)
 	if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
 		err = errors.Join(err, removeEgress(ctx, conn, c.Name, c.Labels[LabelEgressDir]))
 	}

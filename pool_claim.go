@@ -27,9 +27,9 @@ func claimSandbox(ctx context.Context, conn *engine.Conn, opts CreateOptions) (C
 		return CreateResult{}, &errdefs.ConfigError{Key: "pool", Reason: errdefs.ErrConflict,
 			Msg: "pool " + spec.Name + " holds " + spec.Kind + " sandboxes; podbot create claims from agent pools (use podbot tools call --pool for tools pools)"}
 	}
-	if len(opts.Command) > 0 || len(opts.Labels) > 0 || len(opts.AllowHosts) > 0 || opts.Egress != nil {
+	if len(opts.Command) > 0 || len(opts.Labels) > 0 || len(opts.AllowHosts) > 0 || opts.Egress != nil || opts.LocalClone != nil {
 		return CreateResult{}, &errdefs.ConfigError{Key: "pool", Reason: errdefs.ErrConflict,
-			Msg: "a sandbox claimed from pool " + spec.Name + " was made ahead from the pool's template: a command, labels or --allow-host cannot be applied to it; drop them or create without --pool"}
+			Msg: "a sandbox claimed from pool " + spec.Name + " was made ahead from the pool's template: a command, labels, --allow-host or a local repository copy (--repo, workspace.source = local_clone) cannot be applied to it; drop them or create without --pool"}
 	}
 	name := opts.Name
 	if name == "" {

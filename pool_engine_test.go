@@ -95,3 +95,21 @@ func TestRemoveMemberDirOnlyItsOwn(t *testing.T) {
 		t.Fatalf("member directory left: %v", err)
 	}
 }
+
+// TestClaimSandboxRefusesPerSandboxSettings: what a member cannot get
+// after it was made (a command, labels, hosts, a local repository copy)
+// is refused before the engine is asked for anything.
+func TestClaimSandboxRefusesPerSandboxSettings(t *testing.T) {
+	spec := pool.Spec{Name: "a", Kind: pool.KindAgent, Size: 1, Network: config.NetworkNone}
+	for name, o := range map[string]CreateOptions{
+		"command":     {Command: []string{"sleep", "1"}},
+		"labels":      {Labels: map[string]string{"k": "v"}},
+		"allow-host":  {AllowHosts: []string{"example.com"}},
+		"local clone": {LocalClone: &LocalCloneOptions{Path: "/src/repo"}},
+	} {
+		o.Pool = &spec
+		if _, err := claimSandbox(t.Context(), nil, o); !errors.Is(err, errdefs.ErrConflict) {
+			t.Errorf("%s: %v, want a conflict", name, err)
+		}
+	}
+}

@@ -45,9 +45,10 @@ type TokenDaemonOptions struct {
 	// RefreshBuffer is how long before expiry a token is replaced
 	// (github.token_refresh_buffer); zero takes the tokendaemon default.
 	RefreshBuffer time.Duration
-	// CheckInterval is how often a container's existence is checked, and
-	// ListInterval how often All looks for new containers; zero takes the
-	// tokendaemon defaults.
+	// CheckInterval is how often a container is checked while the engine's
+	// event stream cannot be followed (a removal is seen at once through
+	// the stream otherwise), and ListInterval how often All looks for new
+	// containers; zero takes the tokendaemon defaults.
 	CheckInterval, ListInterval time.Duration
 	// Logger receives progress and failures (never token values); nil discards.
 	Logger *slog.Logger
@@ -84,7 +85,8 @@ func (s redactingTokenSource) InstallationToken(ctx context.Context, repositorie
 // directories of running podbot containers until ctx ends, and returns nil
 // then. A token directory is $RuntimeDir/podbot/<container name>/, the one
 // Launch mounted read-only at /run/secrets; it is removed when its container
-// stops or is removed.
+// stops or is removed, as soon as the engine's event stream (/events) says
+// so, or within CheckInterval while that stream is unavailable.
 //
 // With Container set it serves that one container and also returns nil when
 // the container stops or is gone. It refuses a container not created by podbot or
@@ -120,6 +122,7 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 				return tokenContainers(ctx, conn, opts.RuntimeDir, logger, warned)
 			},
 			Alive:        func(ctx context.Context, name string) (bool, error) { return containerRunning(ctx, conn, name) },
+			Watch:        conn.WatchContainer,
 			ListInterval: opts.ListInterval,
 		})
 		if err != nil {
@@ -148,6 +151,7 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 	daemon.Vault, daemon.Placeholder = target.Vault, target.Placeholder
 	id := c.ID
 	daemon.Alive = func(ctx context.Context) (bool, error) { return containerRunning(ctx, conn, id) }
+	daemon.Watch = func(ctx context.Context, changed func()) error { return conn.WatchContainer(ctx, id, changed) }
 	d, err := tokendaemon.New(daemon)
 	if err != nil {
 		return err

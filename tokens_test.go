@@ -34,6 +34,32 @@ type tokenEngineFake struct {
 	starts    []string
 	failStart bool
 	onStart   func(name string)
+	// events, when set, makes the fake serve /events: each name sent is
+	// written as that container's destroy event.
+	events chan string
+}
+
+func (f *tokenEngineFake) serveEvents(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	ch := f.events
+	f.mu.Unlock()
+	if ch == nil {
+		w.WriteHeader(http.StatusNotImplemented)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	for {
+		select {
+		case name := <-ch:
+			_ = json.NewEncoder(w).Encode(map[string]any{"Type": "container", "Action": "destroy",
+				"Actor": map[string]any{"ID": name, "Attributes": map[string]string{"name": name}}})
+			w.(http.Flusher).Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
 }
 
 func (f *tokenEngineFake) setState(name, state string) {
@@ -59,6 +85,10 @@ func (f *tokenEngineFake) remove(name string) {
 
 func (f *tokenEngineFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := apiPrefix.ReplaceAllString(r.URL.Path, "")
+	if p == "/events" {
+		f.serveEvents(w, r)
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
@@ -230,6 +260,36 @@ func TestRunTokenDaemonOneContainer(t *testing.T) {
 	f.remove("podbot-claude-one")
 	if err := <-done; err != nil {
 		t.Fatalf("daemon returned %v after its container went away, want nil", err)
+	}
+	if _, err := os.Stat(filepath.Dir(file)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("token directory left behind: %v", err)
+	}
+}
+
+// TestRunTokenDaemonFollowsEngineEvents: the daemon learns of a removal
+// from the engine's event stream; polling is set to an hour, so only the
+// stream can end it in time.
+func TestRunTokenDaemonFollowsEngineEvents(t *testing.T) {
+	f, conn := newTokenEngine(t, fakeCtr{id: strings.Repeat("7", 64), name: "podbot-claude-ev", labels: tokenLabels})
+	f.events = make(chan string, 4)
+	runtime := t.TempDir()
+	done := make(chan error, 1)
+	go func() {
+		done <- RunTokenDaemon(context.Background(), conn, TokenDaemonOptions{
+			Container: "podbot-claude-ev", RuntimeDir: runtime, Source: &countingSource{}, CheckInterval: time.Hour,
+		})
+	}()
+	file := filepath.Join(runtime, "podbot", "podbot-claude-ev", "ghapp_token")
+	waitForFile(t, file)
+	f.remove("podbot-claude-ev")
+	f.events <- strings.Repeat("7", 64)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("daemon returned %v after its container was removed, want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the daemon did not act on the engine's destroy event")
 	}
 	if _, err := os.Stat(filepath.Dir(file)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("token directory left behind: %v", err)

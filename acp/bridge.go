@@ -11,10 +11,12 @@ import (
 )
 
 const (
-	// copyBuffer is the buffer size of each direction in pass-through mode.
-	copyBuffer = 32 << 10
+	// copyBuffer is the buffer size of each direction in pass-through mode;
+	// with batchBytes it keeps the write system calls per MiB few (at 32 KiB
+	// the pass-through ran at 0.6-0.7 of a raw exec).
+	copyBuffer = 256 << 10
 	// batchBytes bounds the frames a pump gathers into one write.
-	batchBytes = 64 << 10
+	batchBytes = 256 << 10
 )
 
 // Bridge copies protocol frames from clientIn to agentStdin and from

@@ -12,8 +12,9 @@ import (
 const DefaultMaxFrameBytes = 32 << 20
 
 const (
-	// readChunk is the smallest amount of free buffer space offered to Read.
-	readChunk = 64 << 10
+	// readChunk is the smallest amount of free buffer space offered to Read:
+	// large enough that a busy stream is read in few system calls.
+	readChunk = 256 << 10
 	// headBytes is how much of an oversize frame is kept to look for its id.
 	headBytes = 64 << 10
 	// maxEmptyReads bounds Read calls that return neither data nor error.
@@ -46,7 +47,7 @@ func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTo
 
 // FrameReader reads newline-delimited frames from a stream. It reassembles
 // frames split across reads and never holds more than the limit plus one
-// read chunk (64 KiB) in memory, however long a line the peer sends.
+// read chunk (256 KiB) in memory, however long a line the peer sends.
 // A FrameReader is not safe for concurrent use.
 type FrameReader struct {
 	r          io.Reader

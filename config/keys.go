@@ -76,9 +76,10 @@ func keyTable() []keyDef {
 		{"github.token_permissions", TypeMap, false, DefaultTokenPermissions(), "Permissions of the installation tokens (name = \"read\" or \"write\"); tokens are also limited to the one repository being worked on.", func(c *Config) any { return &c.GitHub.TokenPermissions }},
 		{"github.token_refresh_buffer", TypeDuration, false, 5 * time.Minute, "Refresh an installation token this long before it expires.", func(c *Config) any { return &c.GitHub.TokenRefreshBuffer }},
 
-		{"workspace.source", TypeString, false, SourceGitHubClone, "Where the code comes from: github_clone or host_mount.", func(c *Config) any { return &c.Workspace.Source }},
+		{"workspace.source", TypeString, false, SourceGitHubClone, "Where the code comes from: github_clone, local_clone or host_mount.", func(c *Config) any { return &c.Workspace.Source }},
 		{"workspace.base_dir", TypeString, false, "/work", "In-container directory repositories are cloned into (github_clone).", func(c *Config) any { return &c.Workspace.BaseDir }},
 		{"workspace.host_path", TypeString, false, "", "Absolute host directory to mount (host_mount only).", func(c *Config) any { return &c.Workspace.HostPath }},
+		{"workspace.repo_path", TypeString, false, "", "Absolute path of the host git repository local_clone copies into the sandbox (--repo PATH overrides it).", func(c *Config) any { return &c.Workspace.RepoPath }},
 		{"workspace.container_path", TypeString, false, "/workspace", "Where the host directory appears in the container (host_mount).", func(c *Config) any { return &c.Workspace.ContainerPath }},
 		{"workspace.allowed_roots", TypeList, false, []string{}, "Host directories a host_mount path must resolve inside. Required for host_mount.", func(c *Config) any { return &c.Workspace.AllowedRoots }},
 		{"workspace.max_scan_entries", TypeInt, false, int64(200000), "Entries podbot checks for unix sockets in a host_mount tree before refusing it as too large to vouch for.", func(c *Config) any { return &c.Workspace.MaxScanEntries }},
@@ -105,7 +106,7 @@ func keyTable() []keyDef {
 		{"network.resolve", TypeList, false, []string{}, "Pinned names, host=address or host=address:port (like curl --resolve): the egress proxy connects there without asking DNS.", func(c *Config) any { return &c.Network.Resolve }},
 		{"network.upstream_ca", TypeString, false, "", "Absolute host path of a PEM bundle the egress proxy trusts upstream besides the system roots; checked (readable, holds a certificate) when a sandbox is launched.", func(c *Config) any { return &c.Network.UpstreamCA }},
 
-		{"agent.kind", TypeString, false, KindClaude, "Agent: claude, codex or custom.", func(c *Config) any { return &c.Agent.Kind }},
+		{"agent.kind", TypeString, false, KindClaude, "Agent: claude, codex, custom, or an ACP agent: opencode, droid, goose, claude-acp, codex-acp, gemini (agent.mode = \"acp\").", func(c *Config) any { return &c.Agent.Kind }},
 		{"agent.mode", TypeString, false, ModePodbot, "podbot (interactive, podbot run), acp or codex_app_server (protocol hosting, podbot host).", func(c *Config) any { return &c.Agent.Mode }},
 		{"agent.command", TypeString, false, "", "Executable of a custom agent (required for kind = custom; not allowed otherwise).", func(c *Config) any { return &c.Agent.Command }},
 		{"agent.args", TypeList, false, []string{}, "Arguments of a custom agent.", func(c *Config) any { return &c.Agent.Args }},
@@ -113,6 +114,8 @@ func keyTable() []keyDef {
 		{"agent.env_required", TypeList, false, []string{}, "Allowlisted variables that must be set on the host.", func(c *Config) any { return &c.Agent.EnvRequired }},
 		{"agent.allow_host_delegation", TypeBool, false, false, "ACP: forward fs/terminal capabilities and requests to the client's host (crosses the trust boundary).", func(c *Config) any { return &c.Agent.AllowHostDelegation }},
 		{"agent.allow_terminal_auth", TypeBool, false, false, "ACP: let terminal authentication through (the client's auth.terminal capability, the agent's terminal auth methods); the IDE then relaunches podbot with arguments and environment the agent chose (crosses the trust boundary).", func(c *Config) any { return &c.Agent.AllowTerminalAuth }},
+		{"agent.model_endpoint", TypeString, false, "", "ACP kinds: base URL of the model API the agent uses instead of its vendor's (see the agents table in README); its host:port joins the egress allowlist.", func(c *Config) any { return &c.Agent.ModelEndpoint }},
+		{"agent.model", TypeString, false, "", "ACP kinds: the model to ask agent.model_endpoint for.", func(c *Config) any { return &c.Agent.Model }},
 		{"agent.codex_block_dynamic_tools", TypeBool, false, false, "Codex app-server: refuse item/tool/call requests that run tools on the client's host.", func(c *Config) any { return &c.Agent.CodexBlockDynamicTools }},
 
 		{"acp.max_frame_bytes", TypeSize, false, 32 * MiB, "Largest ACP frame (one JSON-RPC line) accepted.", func(c *Config) any { return &c.ACP.MaxFrameBytes }},

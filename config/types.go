@@ -71,6 +71,8 @@ const (
 	SourceGitHubClone = "github_clone"
 	// SourceHostMount bind-mounts a host directory into the container.
 	SourceHostMount = "host_mount"
+	// SourceLocalClone copies a local repository into the container.
+	SourceLocalClone = "local_clone"
 )
 
 // Workspace says where the agent finds its source code.
@@ -82,6 +84,9 @@ type Workspace struct {
 	// HostPath is the host directory mounted in host_mount mode
 	// (workspace.host_path).
 	HostPath string
+	// RepoPath is the host repository local_clone copies into the
+	// container (workspace.repo_path); --repo PATH overrides it.
+	RepoPath string
 	// ContainerPath is where the host directory appears in the container
 	// (workspace.container_path).
 	ContainerPath string
@@ -204,7 +209,8 @@ const (
 
 // Agent selects the agent and how it is driven.
 type Agent struct {
-	// Kind is KindClaude, KindCodex or KindCustom (agent.kind).
+	// Kind is KindClaude, KindCodex, KindCustom or a built-in ACP kind of
+	// package agentkind (agent.kind).
 	Kind string
 	// Mode is ModePodbot, ModeACP or ModeCodexAppServer (agent.mode).
 	Mode string
@@ -225,6 +231,11 @@ type Agent struct {
 	// directions (agent.allow_terminal_auth): the IDE may then relaunch
 	// podbot with arguments and environment the agent chose.
 	AllowTerminalAuth bool
+	// ModelEndpoint points a built-in ACP kind at a model API base URL
+	// (agent.model_endpoint), for a self-hosted or mock provider.
+	ModelEndpoint string
+	// Model names the model to ask the endpoint for (agent.model).
+	Model string
 	// CodexBlockDynamicTools refuses Codex app-server item/tool/call
 	// requests (agent.codex_block_dynamic_tools).
 	CodexBlockDynamicTools bool

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podbot/podbot/agentkind"
 	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/errdefs"
 )
@@ -27,6 +28,9 @@ func legalModes(kind string) []string {
 		return []string{ModePodbot, ModeCodexAppServer}
 	case KindCustom:
 		return []string{ModePodbot, ModeACP, ModeCodexAppServer}
+	}
+	if agentkind.IsACPKind(kind) {
+		return []string{ModeACP}
 	}
 	return nil
 }
@@ -68,6 +72,7 @@ func (c Config) Validate() error {
 	c.Network.validate(&v)
 	v.sandboxNetwork(c.Network.Mode, c.Sandbox.Network)
 	c.Agent.validate(&v)
+	c.validateEndpointEgress(&v)
 	if c.ACP.MaxFrameBytes < KiB || c.ACP.MaxFrameBytes > GiB {
 		v.add("acp.max_frame_bytes", errdefs.ErrInvalidValue, "got %s; expected between 1k and 1g", c.ACP.MaxFrameBytes)
 	}
@@ -258,8 +263,16 @@ func (w Workspace) validate(v *validator) {
 			v.add("workspace.allowed_roots", errdefs.ErrMissingRequired,
 				"host_mount needs at least one allowed root, e.g. workspace.allowed_roots = [\"/home/me/src\"]")
 		}
+	case SourceLocalClone:
+		if w.HostPath != "" {
+			v.add("workspace.host_path", errdefs.ErrConflict,
+				"is set but workspace.source is local_clone; the repository is workspace.repo_path (or --repo PATH)")
+		}
+		if w.RepoPath != "" && !filepath.IsAbs(w.RepoPath) {
+			v.add("workspace.repo_path", errdefs.ErrInvalidValue, "got %q; local_clone needs an absolute host path", w.RepoPath)
+		}
 	default:
-		v.add("workspace.source", errdefs.ErrInvalidValue, "got %q; expected github_clone or host_mount", w.Source)
+		v.add("workspace.source", errdefs.ErrInvalidValue, "got %q; expected github_clone, local_clone or host_mount", w.Source)
 	}
 	v.containerPath("workspace.base_dir", w.BaseDir)
 	v.containerPath("workspace.container_path", w.ContainerPath)
@@ -352,7 +365,7 @@ func (a Agent) validate(v *validator) {
 	modes := legalModes(a.Kind)
 	switch {
 	case modes == nil:
-		v.add("agent.kind", errdefs.ErrInvalidValue, "got %q; expected claude, codex or custom", a.Kind)
+		v.add("agent.kind", errdefs.ErrInvalidValue, "got %q; expected claude, codex, custom, %s", a.Kind, strings.Join(agentkind.Names(), ", "))
 	case !slices.Contains([]string{ModePodbot, ModeACP, ModeCodexAppServer}, a.Mode):
 		v.add("agent.mode", errdefs.ErrInvalidValue, "got %q; expected podbot, acp or codex_app_server", a.Mode)
 	case !slices.Contains(modes, a.Mode):
@@ -373,6 +386,7 @@ func (a Agent) validate(v *validator) {
 			v.add("agent.args", errdefs.ErrConflict, "agent.kind %q is built in and takes no args; pass extra arguments after -- on the command line", a.Kind)
 		}
 	}
+	a.validateEndpoint(v)
 	for _, name := range a.EnvAllowlist {
 		switch {
 		case !envVarRE.MatchString(name):
@@ -421,4 +435,38 @@ func (t Tools) validate(v *validator) {
 		v.add("tools.max_uptime", errdefs.ErrInvalidValue, "got %s; expected 0 (no limit) or a positive duration", t.MaxUptime)
 	}
 	v.hostRoots("tools.allowed_host_roots", t.AllowedHostRoots)
+}
+
+// validateEndpoint checks agent.model_endpoint and agent.model against the
+// kind.
+func (a Agent) validateEndpoint(v *validator) {
+	if a.Model != "" && (strings.ContainsAny(a.Model, " \t\r\n\"\\") || len(a.Model) > 128) {
+		v.add("agent.model", errdefs.ErrInvalidValue, "got %q; expected a model name (no spaces or quotes, at most 128 characters)", a.Model)
+	}
+	if a.ModelEndpoint == "" {
+		if a.Model != "" {
+			v.add("agent.model", errdefs.ErrConflict, "agent.model applies with agent.model_endpoint; set both, or choose the model in the agent's own configuration")
+		}
+		return
+	}
+	k, ok := agentkind.Lookup(a.Kind)
+	if !ok {
+		v.add("agent.model_endpoint", errdefs.ErrConflict, "agent.kind %q has no endpoint override; it applies to %s", a.Kind, strings.Join(agentkind.Names(), ", "))
+		return
+	}
+	if _, err := k.EndpointEnv(a.ModelEndpoint, a.Model); err != nil {
+		v.add("agent.model_endpoint", errdefs.ErrInvalidValue, "%v", err)
+	}
+}
+
+// validateEndpointEgress refuses a plain-http model endpoint under the
+// egress allowlist for agents whose HTTP client would tunnel it: the proxy
+// admits only TLS in a tunnel, so every model request would fail.
+func (c Config) validateEndpointEgress(v *validator) {
+	k, ok := agentkind.Lookup(c.Agent.Kind)
+	if !ok || !k.TunnelsHTTP || c.Network.Mode != NetworkAllowlist || !strings.HasPrefix(strings.ToLower(c.Agent.ModelEndpoint), "http://") {
+		return
+	}
+	v.add("agent.model_endpoint", errdefs.ErrConflict,
+		"%s sends http:// requests through the egress proxy as CONNECT tunnels, which the proxy admits for TLS only; use an https:// endpoint, or network.mode = \"open\" for a local mock (no egress control)", c.Agent.Kind)
 }

@@ -44,8 +44,30 @@ func TestValidate(t *testing.T) {
 		reason error
 	}{
 		{"empty image", func(c *Config) { c.Image = "  " }, "image", errdefs.ErrMissingRequired},
-		{"unknown kind", func(c *Config) { c.Agent.Kind = "gemini" }, "agent.kind", errdefs.ErrInvalidValue},
+		{"unknown kind", func(c *Config) { c.Agent.Kind = "aider" }, "agent.kind", errdefs.ErrInvalidValue},
 		{"unknown mode", func(c *Config) { c.Agent.Mode = "server" }, "agent.mode", errdefs.ErrInvalidValue},
+		{"acp kind interactive", func(c *Config) { c.Agent.Kind = "opencode" }, "agent.mode", errdefs.ErrConflict},
+		{"acp kind with command", func(c *Config) { c.Agent.Kind, c.Agent.Mode, c.Agent.Command = "gemini", ModeACP, "gemini" }, "agent.command", errdefs.ErrConflict},
+		{"endpoint on claude", func(c *Config) { c.Agent.ModelEndpoint = "http://10.0.0.1:4010/v1" }, "agent.model_endpoint", errdefs.ErrConflict},
+		{"endpoint on droid", func(c *Config) {
+			c.Agent.Kind, c.Agent.Mode, c.Agent.ModelEndpoint = "droid", ModeACP, "http://10.0.0.1:4010/v1"
+		}, "agent.model_endpoint", errdefs.ErrInvalidValue},
+		{"endpoint with credentials", func(c *Config) {
+			c.Agent.Kind, c.Agent.Mode, c.Agent.ModelEndpoint = "opencode", ModeACP, "https://user:key@models.example/v1"
+		}, "agent.model_endpoint", errdefs.ErrInvalidValue},
+		{"endpoint file scheme", func(c *Config) {
+			c.Agent.Kind, c.Agent.Mode, c.Agent.ModelEndpoint = "gemini", ModeACP, "file:///etc/passwd"
+		}, "agent.model_endpoint", errdefs.ErrInvalidValue},
+		{"endpoint with query", func(c *Config) {
+			c.Agent.Kind, c.Agent.Mode, c.Agent.ModelEndpoint = "goose", ModeACP, "https://models.example/v1?key=x"
+		}, "agent.model_endpoint", errdefs.ErrInvalidValue},
+		{"http endpoint tunnelled", func(c *Config) {
+			c.Agent.Kind, c.Agent.Mode, c.Agent.ModelEndpoint = "claude-acp", ModeACP, "http://10.0.0.1:4010"
+		}, "agent.model_endpoint", errdefs.ErrConflict},
+		{"model without endpoint", func(c *Config) { c.Agent.Kind, c.Agent.Mode, c.Agent.Model = "gemini", ModeACP, "m" }, "agent.model", errdefs.ErrConflict},
+		{"model with quote", func(c *Config) {
+			c.Agent.Kind, c.Agent.Mode, c.Agent.ModelEndpoint, c.Agent.Model = "gemini", ModeACP, "http://h/v1", `m"`
+		}, "agent.model", errdefs.ErrInvalidValue},
 		{"custom without command", func(c *Config) { c.Agent.Kind = KindCustom }, "agent.command", errdefs.ErrMissingRequired},
 		{"custom command with spaces", func(c *Config) { c.Agent.Kind, c.Agent.Command = KindCustom, "opencode acp" }, "agent.command", errdefs.ErrInvalidValue},
 		{"built-in with command", func(c *Config) { c.Agent.Command = "claude" }, "agent.command", errdefs.ErrConflict},

@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/podbot/podbot/errdefs"
 )
@@ -57,6 +58,10 @@ type BuildOptions struct {
 	// archived instead of the host file's; the host file keeps its mode and
 	// is never modified. Such an entry must be a regular file on the host.
 	Overrides map[string][]byte
+	// GitConfig, when set, is written to TargetHome/.gitconfig (mode
+	// 0644, owned by UID and GID): the agent's git identity (see
+	// GitConfigFile), put with the credentials so no exec is needed.
+	GitConfig []byte
 	// Forbidden lists real secret values that must not enter the sandbox:
 	// an archive that holds one (in any file) is refused, naming the file.
 	Forbidden []string
@@ -72,6 +77,9 @@ type Archive struct {
 	// Paths lists the in-container credential directories, .claude before
 	// .codex, for the families that were selected and present.
 	Paths []string
+	// GitConfig is the in-container path of the git identity file, when
+	// BuildOptions.GitConfig was set.
+	GitConfig string
 	// Skipped lists host paths left out because they are neither regular
 	// files, directories nor symlinks (sockets, FIFOs, devices).
 	Skipped []string
@@ -113,10 +121,10 @@ func build(ctx context.Context, opts BuildOptions, open func(string) (*os.File, 
 	if opts.CopyCodex {
 		families = append(families, CodexDir)
 	}
-	if len(families) == 0 {
+	if len(families) == 0 && opts.GitConfig == nil {
 		return nil, nil
 	}
-	if opts.HostHome == "" {
+	if len(families) > 0 && opts.HostHome == "" {
 		return nil, &errdefs.ConfigError{Key: "creds", Reason: errdefs.ErrMissingRequired,
 			Msg: "the host home directory is unknown; set HOME"}
 	}
@@ -141,7 +149,13 @@ func build(ctx context.Context, opts BuildOptions, open func(string) (*os.File, 
 		}
 		arch.Paths = append(arch.Paths, path.Join(target, fam))
 	}
-	if len(arch.Paths) == 0 {
+	if opts.GitConfig != nil {
+		if err := b.addGitConfig(opts.GitConfig); err != nil {
+			return nil, err
+		}
+		arch.GitConfig = path.Join(target, GitConfigFileName)
+	}
+	if len(arch.Paths) == 0 && arch.GitConfig == "" {
 		return nil, nil
 	}
 	if err := b.tw.Close(); err != nil {
@@ -267,6 +281,22 @@ func (b *builder) addEntry(name, hostPath string, info fs.FileInfo) error {
 		b.skipped = append(b.skipped, hostPath)
 		return nil
 	}
+}
+
+// addGitConfig adds the git identity file at the archive's root.
+func (b *builder) addGitConfig(data []byte) error {
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: GitConfigFileName, Mode: 0o644, Uid: b.uid, Gid: b.gid,
+		Size: int64(len(data)), ModTime: time.Now()}
+	if err := b.reserve(hdr.Size, GitConfigFileName); err != nil {
+		return err
+	}
+	if err := b.writeHeader(hdr, GitConfigFileName); err != nil {
+		return err
+	}
+	if _, err := b.tw.Write(data); err != nil {
+		return &errdefs.FilesystemError{Op: "archive", Path: GitConfigFileName, Msg: "cannot add the git identity to the credentials archive", Err: err}
+	}
+	return nil
 }
 
 func (b *builder) reserve(n int64, hostPath string) error {

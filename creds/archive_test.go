@@ -340,3 +340,33 @@ func TestArchiveIsDeterministic(t *testing.T) {
 		t.Error("two builds of the same tree differ")
 	}
 }
+
+// TestBuildGitConfig: the git identity rides in the credentials archive,
+// alone (no credentials selected, no host home needed) or beside them,
+// owned by the agent's user.
+func TestBuildGitConfig(t *testing.T) {
+	gc := GitConfigFile("Ada Lovelace", "ada@example.invalid")
+	a, err := Build(context.Background(), BuildOptions{GitConfig: gc, TargetHome: "/home/podbot", UID: 1234, GID: 1234})
+	if err != nil || a == nil {
+		t.Fatalf("Build = %v, %v; want an archive with the identity alone", a, err)
+	}
+	order, got := readTar(t, a)
+	if len(order) != 1 || a.GitConfig != "/home/podbot/.gitconfig" || len(a.Paths) != 0 {
+		t.Fatalf("archive %v, GitConfig %q, Paths %v", order, a.GitConfig, a.Paths)
+	}
+	if e := got[".gitconfig"]; e.typ != tar.TypeReg || e.mode != 0o644 || e.uid != 1234 || e.content != string(gc) {
+		t.Errorf(".gitconfig entry = %+v", e)
+	}
+
+	a, err = Build(context.Background(), BuildOptions{HostHome: fixtureHome(t), CopyClaude: true, GitConfig: gc})
+	if err != nil || a == nil {
+		t.Fatal(err)
+	}
+	order, _ = readTar(t, a)
+	if !slices.Contains(order, ".gitconfig") || !slices.Equal(a.Paths, []string{"/root/.claude"}) || a.GitConfig != "/root/.gitconfig" {
+		t.Errorf("archive %v, Paths %v, GitConfig %q", order, a.Paths, a.GitConfig)
+	}
+	if a, err := Build(context.Background(), BuildOptions{}); a != nil || err != nil {
+		t.Errorf("Build of nothing = %v, %v; want no archive", a, err)
+	}
+}

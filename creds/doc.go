@@ -5,7 +5,7 @@
 // directories (~/.claude, ~/.codex) into the container (Build), selects the
 // host environment variables an agent may see (Passthrough), masks secret
 // values in every log record (Redactor, NewRedactingHandler), and reads the
-// host's git identity for the container (GitIdentity, GitConfigCommands).
+// host's git identity for the container (GitIdentity, GitConfigFile, GitConfigEnv).
 //
 // creds never talks to the container engine: callers upload the archive and
 // run the git commands through the engine package.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -41,17 +42,53 @@ func validIdentity(v string) bool {
 	return !strings.ContainsFunc(v, unicode.IsControl)
 }
 
-// GitConfigCommands returns the argv of the git commands that set name and
-// email globally in the container, one command per non-empty, valid value.
-// Values travel as single arguments after "--"; no shell is involved.
-func GitConfigCommands(name, email string) [][]string {
-	var cmds [][]string
-	for _, kv := range [][2]string{{"user.name", name}, {"user.email", email}} {
+// GitConfigFileName is the file, below the agent's home, that holds its git
+// identity (git's global configuration).
+const GitConfigFileName = ".gitconfig"
+
+// GitConfigFile returns the contents of a git configuration file that sets
+// user.name and user.email, each only when valid and non-empty; nil when
+// neither is. Values are quoted, with backslashes and double quotes escaped,
+// so no value can end the section or start another key (newlines and
+// other control characters were refused by GitIdentity and are here too).
+func GitConfigFile(name, email string) []byte {
+	var b strings.Builder
+	for _, kv := range [][2]string{{"name", name}, {"email", email}} {
 		if validIdentity(kv[1]) {
-			cmds = append(cmds, []string{"git", "config", "--global", "--", kv[0], kv[1]})
+			b.WriteString("\t" + kv[0] + " = " + quoteConfigValue(kv[1]) + "\n")
 		}
 	}
-	return cmds
+	if b.Len() == 0 {
+		return nil
+	}
+	return []byte("# written by podbot from the host's git identity\n[user]\n" + b.String())
+}
+
+// GitConfigEnv returns environment entries that give git the identity
+// without any file (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n,
+// read by git 2.31 and later as command-line configuration): for a
+// sandbox whose root filesystem is read-only, where no file can be put.
+// Nil when neither value is valid.
+func GitConfigEnv(name, email string) []string {
+	var env []string
+	n := 0
+	for _, kv := range [][2]string{{"user.name", name}, {"user.email", email}} {
+		if validIdentity(kv[1]) {
+			i := strconv.Itoa(n)
+			env = append(env, "GIT_CONFIG_KEY_"+i+"="+kv[0], "GIT_CONFIG_VALUE_"+i+"="+kv[1])
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return append([]string{"GIT_CONFIG_COUNT=" + strconv.Itoa(n)}, env...)
+}
+
+// quoteConfigValue quotes v for a git configuration file.
+func quoteConfigValue(v string) string {
+	r := strings.NewReplacer("\\", "\\\\", "\"", "\\\"")
+	return "\"" + r.Replace(v) + "\""
 }
 
 // HostGitConfig returns a getter that runs `git config --get KEY` on the

@@ -491,8 +491,23 @@ func assertFramesOnly(t *testing.T, out []byte) {
 // returns its port.
 func startAimock(t *testing.T, ctx context.Context) string {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, peerEnv(t, "PODBOT_E2E_NODE"), peerEnv(t, "PODBOT_E2E_AIMOCK"),
-		"--host", "0.0.0.0", "--port", "0", "--fixtures", peerEnv(t, "PODBOT_E2E_AIMOCK_FIXTURE"), "--strict")
+	return startAimockWith(t, ctx, peerEnv(t, "PODBOT_E2E_AIMOCK_FIXTURE"), "--strict")
+}
+
+// startAimockWith runs aimock with a fixture file and extra flags and
+// returns its port.
+func startAimockWith(t *testing.T, ctx context.Context, fixture string, flags ...string) string {
+	t.Helper()
+	port, _ := startAimockLogged(t, ctx, fixture, flags...)
+	return port
+}
+
+// startAimockLogged is startAimockWith that also returns aimock's output
+// so far (bounded to its last 64 KiB), for failure reports.
+func startAimockLogged(t *testing.T, ctx context.Context, fixture string, flags ...string) (string, func() string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, peerEnv(t, "PODBOT_E2E_NODE"), append([]string{peerEnv(t, "PODBOT_E2E_AIMOCK"),
+		"--host", "0.0.0.0", "--port", "0", "--fixtures", fixture}, flags...)...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -503,11 +518,19 @@ func startAimock(t *testing.T, ctx context.Context) string {
 		_ = cmd.Wait()
 		pw.Close()
 	})
+	var mu sync.Mutex
+	var logBuf []byte
 	port := make(chan string, 1)
 	go func() {
 		re := regexp.MustCompile(`listening on http://[0-9.]+:([0-9]+)`)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
+			mu.Lock()
+			logBuf = append(logBuf, sc.Text()+"\n"...)
+			if len(logBuf) > 64<<10 {
+				logBuf = logBuf[len(logBuf)-64<<10:]
+			}
+			mu.Unlock()
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case port <- m[1]:
@@ -516,13 +539,18 @@ func startAimock(t *testing.T, ctx context.Context) string {
 			}
 		}
 	}()
+	logs := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return string(logBuf)
+	}
 	select {
 	case p := <-port:
-		return p
+		return p, logs
 	case <-time.After(30 * time.Second):
 		t.Fatal("aimock did not report its address")
 	}
-	return ""
+	return "", logs
 }
 
 // codexSummary is the codex-app-server-client.mjs summary line.

@@ -3,6 +3,8 @@ package egress
 import (
 	"net/url"
 	"sort"
+
+	"github.com/podbot/podbot/agentkind"
 )
 
 // Preset names (config network.presets).
@@ -15,10 +17,18 @@ const (
 // PresetNames lists every preset, in the order `config show` prints them.
 func PresetNames() []string { return []string{PresetAgent, PresetGitHub, PresetPackages} }
 
-// agentHosts are each agent kind's API and sign-in hosts.
-var agentHosts = map[string][]string{
-	"claude": {"api.anthropic.com", "statsig.anthropic.com", "console.anthropic.com", "claude.ai", "*.claude.ai"},
-	"codex":  {"api.openai.com", "auth.openai.com", "chatgpt.com", "*.chatgpt.com"},
+// agentHosts returns the agent kind's API and sign-in hosts.
+func agentHosts(kind string) []string {
+	switch kind {
+	case "claude":
+		return []string{"api.anthropic.com", "statsig.anthropic.com", "console.anthropic.com", "claude.ai", "*.claude.ai"}
+	case "codex":
+		return []string{"api.openai.com", "auth.openai.com", "chatgpt.com", "*.chatgpt.com"}
+	}
+	if k, ok := agentkind.Lookup(kind); ok {
+		return append([]string(nil), k.Hosts...)
+	}
+	return nil
 }
 
 // packageHosts are the public package registries an agent installs from.
@@ -31,8 +41,8 @@ var packageHosts = []string{
 
 // PresetOptions is what the presets are made from.
 type PresetOptions struct {
-	// AgentKind selects the agent preset's hosts (claude, codex; others
-	// contribute none).
+	// AgentKind selects the agent preset's hosts (claude, codex and the
+	// built-in ACP kinds of package agentkind; others contribute none).
 	AgentKind string
 	// GitHubAPIURL and GitHubCloneURL give the github preset's hosts, so a
 	// GitHub Enterprise Server works.
@@ -45,7 +55,7 @@ func PresetRules(name string, o PresetOptions) ([]Rule, bool) {
 	var hosts []string
 	switch name {
 	case PresetAgent:
-		hosts = agentHosts[o.AgentKind]
+		hosts = agentHosts(o.AgentKind)
 	case PresetGitHub:
 		seen := map[string]bool{}
 		for _, raw := range []string{o.GitHubAPIURL, o.GitHubCloneURL} {

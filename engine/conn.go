@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +27,9 @@ type Conn struct {
 	api  *client.Client
 	ep   Endpoint
 	opts options
+	// podman is set by a Ping answered with Podman's Libpod-Api-Version
+	// header.
+	podman atomic.Bool
 }
 
 // Connect prepares a client for the endpoint with API version negotiation.
@@ -169,16 +173,18 @@ func checkUnixSocket(ep Endpoint, stat func(string) (fs.FileInfo, error), access
 // reported with the reason errdefs.ErrTimeout, an unreachable engine with
 // errdefs.ErrConnectionFailed; every error names the endpoint. A Ping that
 // answered also settles the API version from its answer, so the next call
-// does not ping again to negotiate it.
+// does not ping again to negotiate it, and tells whether the engine is
+// Podman (IsPodman).
 func (c *Conn) Ping(ctx context.Context, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = c.opts.pingTimeout
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ping, err := c.api.Ping(pctx)
+	ping, podman, err := c.rawPing(pctx)
 	if err == nil {
 		c.api.NegotiateAPIVersionPing(ping)
+		c.podman.Store(podman)
 		return nil
 	}
 	if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
@@ -188,6 +194,10 @@ func (c *Conn) Ping(ctx context.Context, timeout time.Duration) error {
 	}
 	return c.classify("ping", "", err)
 }
+
+// IsPodman reports whether the last Ping that answered found Podman (its
+// answer carries the Libpod-Api-Version header).
+func (c *Conn) IsPodman() bool { return c.podman.Load() }
 
 // API returns the underlying Engine API client for calls this package does
 // not wrap (for example image builds).

@@ -186,6 +186,11 @@ func (f *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 	case "GET /_ping":
 		w.Header().Set("Api-Version", "1.41")
 		w.Header().Set("Ostype", "linux")
+		f.mu.Lock()
+		if f.podman {
+			w.Header().Set("Libpod-Api-Version", "4.3.1")
+		}
+		f.mu.Unlock()
 		_, _ = io.WriteString(w, "OK")
 	case "GET /version":
 		f.version(w)

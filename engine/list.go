@@ -32,7 +32,10 @@ type ContainerSummary struct {
 
 // List returns the containers carrying every given label (an empty value
 // matches the key alone) in one engine call, newest first. all includes
-// stopped containers; size asks the engine for writable-layer sizes.
+// stopped containers; size asks the engine for writable-layer sizes. On
+// an engine whose Ping said it is Podman, the call is Podman's native
+// list (GET /libpod/containers/json), which skips the compatible API's
+// per-container network and image lookups.
 func (c *Conn) List(ctx context.Context, labels map[string]string, all, size bool) ([]ContainerSummary, error) {
 	args := filters.NewArgs()
 	for k, v := range labels {
@@ -41,6 +44,14 @@ func (c *Conn) List(ctx context.Context, labels map[string]string, all, size boo
 		} else {
 			args.Add("label", k+"="+v)
 		}
+	}
+	if c.podman.Load() {
+		out, err := c.listLibpod(ctx, args, all, size)
+		if err != nil {
+			return nil, c.classify("list", "", err)
+		}
+		sortNewestFirst(out)
+		return out, nil
 	}
 	rows, err := c.api.ContainerList(ctx, container.ListOptions{All: all, Size: size, Filters: args})
 	if err != nil {
@@ -55,6 +66,10 @@ func (c *Conn) List(ctx context.Context, labels map[string]string, all, size boo
 		}
 		out = append(out, s)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
+	sortNewestFirst(out)
 	return out, nil
+}
+
+func sortNewestFirst(rows []ContainerSummary) {
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Created.After(rows[j].Created) })
 }

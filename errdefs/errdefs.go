@@ -247,3 +247,45 @@ func message(msg string, reason, err error) string {
 	}
 	return strings.Join(parts, ": ")
 }
+
+// ErrRepo is the class of errors about a local git repository a sandbox is
+// copied from, or about taking a sandbox's work back into it.
+var ErrRepo = errors.New("local repository error")
+
+// RepoError is a problem with a local repository (podbot's local_clone
+// workspace and the diff, log, fetch and apply commands).
+type RepoError struct {
+	// Op is the operation ("open", "copy in", "fetch", "apply", ...).
+	Op string
+	// Repo is the host repository's path, when known.
+	Repo string
+	// Reason is one of the reason sentinels (ErrInvalidValue, ErrRefused,
+	// ErrConflict, ErrExecFailed, ...).
+	Reason error
+	// Msg says what is wrong; Hint says how to fix it or how to go back.
+	Msg, Hint string
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+func (e *RepoError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	if e.Repo != "" {
+		fmt.Fprintf(&b, " %s", e.Repo)
+	}
+	b.WriteString(": ")
+	b.WriteString(message(e.Msg, e.Reason, e.Err))
+	if e.Hint != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Hint)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrRepo or this error's reason.
+func (e *RepoError) Is(target error) bool { return target == ErrRepo || isReason(e.Reason, target) }
+
+// Unwrap returns the underlying cause.
+func (e *RepoError) Unwrap() error { return e.Err }

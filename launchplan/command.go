@@ -1,7 +1,10 @@
 package launchplan
 
 import (
+	"slices"
 	"strings"
+
+	"github.com/podbot/podbot/agentkind"
 
 	"github.com/podbot/podbot/errdefs"
 )
@@ -15,6 +18,9 @@ func DefaultInitCommand() []string { return []string{"sleep", "infinity"} }
 // that pair is legal. Interactive mode runs the agent in its permissive mode
 // (the sandbox is the boundary); hosted modes run its stdio server.
 func builtinCommand(kind AgentKind, mode AgentMode) ([]string, bool) {
+	if k, ok := agentkind.Lookup(string(kind)); ok {
+		return slices.Clone(k.Command), mode == ModeACP
+	}
 	switch {
 	case kind == KindClaude && mode == ModePodbot:
 		return []string{"claude", "--dangerously-skip-permissions"}, true
@@ -36,8 +42,10 @@ func resolveMode(intent Intent, a Agent) (AgentMode, error) {
 	switch a.Kind {
 	case KindNone, KindClaude, KindCodex, KindCustom:
 	default:
-		return "", configError("agent.kind", errdefs.ErrInvalidValue,
-			"unknown agent kind %q; use claude, codex or custom", a.Kind)
+		if !agentkind.IsACPKind(string(a.Kind)) {
+			return "", configError("agent.kind", errdefs.ErrInvalidValue,
+				"unknown agent kind %q; use claude, codex, custom, %s", a.Kind, strings.Join(agentkind.Names(), ", "))
+		}
 	}
 	switch a.Mode {
 	case ModeDefault, ModePodbot, ModeCodexAppServer, ModeACP:
@@ -65,6 +73,9 @@ func resolveMode(intent Intent, a Agent) (AgentMode, error) {
 			return "", configError("agent.mode", errdefs.ErrConflict,
 				"agent mode podbot is interactive: use podbot run for it, or agent.mode = codex_app_server or acp with podbot host")
 		case ModeDefault:
+			if agentkind.IsACPKind(string(a.Kind)) {
+				return ModeACP, nil
+			}
 			return "", configError("agent.mode", errdefs.ErrMissingRequired,
 				"podbot host needs agent.mode = codex_app_server or acp")
 		}

@@ -208,14 +208,14 @@ func workspaceOptions(req Request) ([]Option, error) {
 				"workspace.host_path is set but workspace.source is not host_mount")
 		}
 		return nil, nil
-	case WorkspaceGitHubClone:
+	case WorkspaceGitHubClone, WorkspaceLocalClone:
 		if req.Intent == IntentTools {
 			return nil, configError("workspace.source", errdefs.ErrConflict,
-				"tool sessions use a host_mount workspace at %s, not github_clone", ToolsWorkspace)
+				"tool sessions use a host_mount workspace at %s, not %s", ToolsWorkspace, w.Strategy)
 		}
 		if w.HostPath != "" {
 			return nil, configError("workspace.host_path", errdefs.ErrConflict,
-				"github_clone takes no workspace.host_path; remove it or use workspace.source = host_mount")
+				"%s takes no workspace.host_path; remove it or use workspace.source = host_mount", w.Strategy)
 		}
 		dir, key := w.ContainerPath, "workspace.container_path"
 		if dir == "" {
@@ -237,7 +237,7 @@ func workspaceOptions(req Request) ([]Option, error) {
 		return opts, nil
 	}
 	return nil, configError("workspace.source", errdefs.ErrInvalidValue,
-		"unknown workspace source %q; use github_clone, host_mount or none", w.Strategy)
+		"unknown workspace source %q; use github_clone, local_clone, host_mount or none", w.Strategy)
 }
 
 // defaultCapsFor is the default kept capability list for user. A non-root

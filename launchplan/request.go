@@ -70,6 +70,9 @@ const (
 	WorkspaceGitHubClone WorkspaceStrategy = "github_clone"
 	// WorkspaceHostMount bind-mounts a host directory.
 	WorkspaceHostMount WorkspaceStrategy = "host_mount"
+	// WorkspaceLocalClone copies a host repository into the container
+	// (no mount): ContainerPath is the copy's directory.
+	WorkspaceLocalClone WorkspaceStrategy = "local_clone"
 )
 
 // Workspace is the resolved workspace of a request.

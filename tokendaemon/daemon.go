@@ -54,8 +54,18 @@ type Options struct {
 	// token that lives less than twice the buffer, half its lifetime is
 	// used instead.
 	RefreshBuffer time.Duration
-	// CheckInterval is how often Alive is asked.
+	// CheckInterval is how often Alive is asked while Watch is not
+	// following the container (no Watch, or its stream is down).
 	CheckInterval time.Duration
+	// Watch, when set, follows the engine's event stream for the
+	// container: it calls changed once the stream is open and after each
+	// event that may start, stop or remove the container, and returns when
+	// the stream ends. While it runs, Run asks Alive on each call of
+	// changed (and before each refresh) instead of every CheckInterval, so
+	// a removed container's directory goes at once. When Watch fails or
+	// its stream breaks, Run polls every CheckInterval and calls Watch
+	// again after a backoff between MinBackoff and MaxBackoff.
+	Watch func(ctx context.Context, changed func()) error
 	// MinBackoff and MaxBackoff bound the wait between failed refreshes.
 	MinBackoff, MaxBackoff time.Duration
 	// Clock defaults to SystemClock.
@@ -170,6 +180,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.current.Value != "" {
 		next = d.refreshAt()
 	}
+	var w *watcher
+	if d.opts.Watch != nil {
+		var stop func()
+		w, stop = d.startWatch(ctx)
+		defer stop()
+	}
 	failures := 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -209,8 +225,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				log.Info("token refreshed", "token", d.current, "next_refresh", next)
 			}
 		}
-		wake := min(next.Sub(now), d.opts.CheckInterval)
-		if err := clock.Sleep(ctx, wake); err != nil {
+		if err := d.wait(ctx, w, next.Sub(now)); err != nil {
 			return err
 		}
 	}

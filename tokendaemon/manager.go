@@ -32,13 +32,16 @@ type Target struct {
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
 	// Daemon holds the settings shared by every container's daemon; its
-	// ContainerID, Alive, Repositories, GitOrigin, Vault and Placeholder
+	// ContainerID, Alive, Watch, Repositories, GitOrigin, Vault and Placeholder
 	// fields are taken from each Target.
 	Daemon Options
 	// List returns the containers that need tokens.
 	List func(ctx context.Context) ([]Target, error)
 	// Alive reports whether the container id is running.
 	Alive func(ctx context.Context, id string) (bool, error)
+	// Watch, when set, follows the engine's events for the container id
+	// (Options.Watch).
+	Watch func(ctx context.Context, id string, changed func()) error
 	// ListInterval is how often List is called.
 	ListInterval time.Duration
 }
@@ -123,6 +126,9 @@ func (m *Manager) start(ctx context.Context, wg *sync.WaitGroup, target Target, 
 	opts.GitOrigin = target.GitOrigin
 	opts.Vault, opts.Placeholder = target.Vault, target.Placeholder
 	opts.Alive = func(ctx context.Context) (bool, error) { return m.opts.Alive(ctx, id) }
+	if m.opts.Watch != nil {
+		opts.Watch = func(ctx context.Context, changed func()) error { return m.opts.Watch(ctx, id, changed) }
+	}
 	d, err := New(opts)
 	if err != nil {
 		if !refused[id] {

@@ -30,6 +30,16 @@ func policyOf(t *testing.T, stat string) int {
 	return p
 }
 
+// niceOf returns the nice value (field 19) of a /proc stat line.
+func niceOf(t *testing.T, stat string) string {
+	t.Helper()
+	f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+	if len(f) < 17 {
+		t.Fatalf("short stat line %q", stat)
+	}
+	return f[16]
+}
+
 // TestSetBatch runs setBatch in a child test process (it changes the
 // scheduling of every thread it runs in) and checks that the threads there
 // before, a thread started after and a command started after all run under
@@ -39,7 +49,8 @@ func TestSetBatch(t *testing.T) {
 		batchChild(t)
 		return
 	}
-	// The child starts at nice 5: SCHED_BATCH must keep it, not reset it.
+	// The child starts 5 above this process's nice value: SCHED_BATCH must
+	// keep it, not reset it.
 	cmd := exec.Command("nice", "-n", "5", os.Args[0], "-test.run", "^TestSetBatch$", "-test.v")
 	cmd.Env = append(os.Environ(), "PODBOT_SIDECAR_TEST_BATCH=1")
 	out, err := cmd.CombinedOutput()
@@ -50,6 +61,11 @@ func TestSetBatch(t *testing.T) {
 
 // batchChild is TestSetBatch inside the child process.
 func batchChild(t *testing.T) {
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := niceOf(t, string(self))
 	if err := setBatch(); err != nil {
 		t.Fatalf("setBatch: %v", err)
 	}
@@ -80,9 +96,8 @@ func batchChild(t *testing.T) {
 		if p := policyOf(t, string(stat)); p != unix.SCHED_BATCH {
 			t.Errorf("thread %s runs under policy %d, want SCHED_BATCH (%d)", e.Name(), p, unix.SCHED_BATCH)
 		}
-		f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+1:])
-		if f[16] != "5" { // nice, field 19
-			t.Errorf("thread %s has nice %s, want the 5 it started with", e.Name(), f[16])
+		if n := niceOf(t, string(stat)); n != want {
+			t.Errorf("thread %s has nice %s, want the %s it started with", e.Name(), n, want)
 		}
 	}
 	out, err := exec.Command("cat", "/proc/self/stat").Output()

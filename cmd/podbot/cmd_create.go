@@ -25,6 +25,8 @@ type createOptions struct {
 	egress     egressFlags
 	pool       string
 	wait       time.Duration
+	repo       string
+	local      localCloneFlags
 
 	// runtimeDir is $XDG_RUNTIME_DIR (an allowlist sandbox's egress files).
 	runtimeDir string
@@ -61,7 +63,8 @@ network.mode = "open".`,
   podbot create --name scratch --pids-limit 100 -- sleep 3600
   podbot create --allow-host pypi.org --allow-host files.pythonhosted.org
   podbot create --network open
-  podbot create --pool scratch --wait 5s`,
+  podbot create --pool scratch --wait 5s
+  podbot create --name fix-1 --repo . --dirty      # then: podbot diff fix-1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			opts.readOnlySet = fl.Changed("read-only")
@@ -98,6 +101,8 @@ network.mode = "open".`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.name, "name", "", "container `NAME` (default podbot-sandbox-<id>)")
+	fl.StringVar(&opts.repo, "repo", "", "local repository `PATH` to copy into the sandbox on branch podbot/<name> (see podbot diff)")
+	opts.local.register(fl)
 	fl.StringVar(&opts.network, "network", "", "egress `MODE` (allowlist, none, open), or bridge or a network name with network.mode = open (default: network.mode and sandbox.network)")
 	opts.egress.registerAllowHost(fl)
 	fl.BoolVar(&opts.readOnly, "read-only", false, "read-only root filesystem with a writable tmpfs /tmp")
@@ -206,6 +211,18 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 			return err
 		}
 		lib.Pool, lib.PoolWait = &spec, opts.wait
+	}
+	if opts.repo != "" {
+		if !isLocalRepo(opts.repo) {
+			return &usageError{msg: fmt.Sprintf("--repo %q: podbot create copies a local repository; give its path (/..., ./..., ~/...)", opts.repo)}
+		}
+		if lib.LocalClone, err = opts.local.options(opts.repo, f.getenv("HOME")); err != nil {
+			return err
+		}
+	} else if w := loaded.Config.Workspace; w.Source == config.SourceLocalClone && w.RepoPath != "" {
+		lib.LocalClone = &podbot.LocalCloneOptions{Path: w.RepoPath, Base: opts.local.base, Dirty: opts.local.dirty, Depth: opts.local.depth}
+	} else if opts.local.base != "" || opts.local.dirty || opts.local.depth != 0 {
+		return &usageError{msg: "--base, --dirty and --depth go with --repo PATH"}
 	}
 	conn, err := f.engine(ctx)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/agentkind"
+	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 )
@@ -24,6 +26,7 @@ type hostOptions struct {
 	name                string
 	extraArgs           []string
 	egress              egressFlags
+	local               localCloneFlags
 }
 
 // configOverrides maps the flags the user gave onto configuration keys.
@@ -34,6 +37,9 @@ func (o *hostOptions) configOverrides() map[string]string {
 	}
 	if o.agentMode != "" {
 		m["agent.mode"] = o.agentMode
+	} else if agentkind.IsACPKind(o.agent) {
+		// The built-in ACP kinds serve ACP only.
+		m["agent.mode"] = config.ModeACP
 	}
 	if o.allowHostDelegation {
 		m["agent.allow_host_delegation"] = "true"
@@ -49,7 +55,7 @@ func (o *hostOptions) configOverrides() map[string]string {
 func newHostCmd(f *factory, runF func(context.Context, *hostOptions) error) *cobra.Command {
 	opts := &hostOptions{}
 	cmd := &cobra.Command{
-		Use:   "host --agent KIND --agent-mode acp|codex_app_server [flags] [-- EXTRA_ARGS...]",
+		Use:   "host --agent KIND [--agent-mode acp|codex_app_server] [flags] [-- EXTRA_ARGS...]",
 		Short: "Serve a sandboxed agent's protocol (ACP or Codex app-server) on stdio",
 		Long: `Host an agent's protocol server inside a hardened sandbox and speak it on
 podbot's stdin and stdout, so an IDE (Zed, a JetBrains IDE, any ACP client)
@@ -82,8 +88,18 @@ The agent's command comes from the plan: codex runs "codex app-server
 --listen stdio://"; a custom agent runs agent.command with agent.args.
 Arguments after -- are appended to it.
 
+The built-in ACP agents need no command and no --agent-mode: opencode
+("opencode acp"), droid ("droid-acp"), goose ("goose acp"), claude-acp
+("claude-code-acp"), codex-acp ("codex-acp") and gemini ("gemini --acp").
+Build them into the agent image with podbot image build --agents. Their
+API key variables (README: agents table) are passed when set on the host;
+agent.model_endpoint points them at another model API (a self-hosted or
+mock provider), and its host:port joins the egress allowlist.
+
 ` + egressHelp,
-		Example: `  podbot host --agent codex --agent-mode codex_app_server --repo acme/app --branch main
+		Example: `  podbot host --agent opencode --workspace ~/src/app
+  podbot host --agent gemini --workspace ~/src/app
+  podbot host --agent codex --agent-mode codex_app_server --repo acme/app --branch main
   podbot host --agent custom --agent-mode acp --workspace ~/src/app
   podbot -q --log-format json host --agent custom --agent-mode acp -- --verbose
   podbot host --agent custom --agent-mode acp --workspace ~/src/app --allow-host model.example.com:8443`,
@@ -94,9 +110,11 @@ Arguments after -- are appended to it.
 			switch {
 			case opts.workspace != "" && opts.repo != "":
 				return &usageError{msg: "--workspace and --repo contradict each other: mount a host directory or clone a repository, not both"}
+			case opts.branch != "" && isLocalRepo(opts.repo):
+				return &usageError{msg: "--branch goes with --repo OWNER/NAME; a local --repo PATH starts at its HEAD (or --base REF)"}
 			case opts.branch != "" && opts.repo == "":
 				return &usageError{msg: "--branch needs --repo OWNER/NAME"}
-			case opts.repo != "" && opts.branch == "":
+			case opts.repo != "" && opts.branch == "" && !isLocalRepo(opts.repo):
 				return &usageError{msg: "--repo needs --branch BRANCH"}
 			}
 			if err := opts.egress.check(); err != nil {
@@ -115,15 +133,16 @@ Arguments after -- are appended to it.
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.agent, "agent", "", "agent `KIND`: codex or custom (default: agent.kind)")
+	fl.StringVar(&opts.agent, "agent", "", "agent `KIND`: codex, custom, opencode, droid, goose, claude-acp, codex-acp or gemini (default: agent.kind)")
 	fl.StringVar(&opts.agentMode, "agent-mode", "", "protocol `MODE`: acp or codex_app_server (default: agent.mode)")
 	fl.BoolVar(&opts.allowHostDelegation, "allow-host-delegation", false, "let the agent use the IDE's files, terminals and MCP servers (crosses the trust boundary)")
 	fl.BoolVar(&opts.allowTerminalAuth, "allow-terminal-auth", false, "let the agent's terminal authentication methods reach the IDE, which then relaunches podbot with the agent's arguments and environment (crosses the trust boundary)")
 	fl.StringVar(&opts.workspace, "workspace", "", "host `PATH` to mount as the workspace (must be inside workspace.allowed_roots)")
-	fl.StringVar(&opts.repo, "repo", "", "GitHub repository `OWNER/NAME` to clone into the sandbox")
+	fl.StringVar(&opts.repo, "repo", "", "GitHub repository `OWNER/NAME` to clone, or a local repository PATH (/..., ./..., ~/...) to copy in on branch podbot/<name>")
 	fl.StringVar(&opts.branch, "branch", "", "`BRANCH` to clone (with --repo)")
 	fl.StringVar(&opts.name, "name", "", "container `NAME` (default: generated)")
 	opts.egress.register(fl)
+	opts.local.register(fl)
 	return cmd
 }
 
@@ -146,6 +165,12 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 	}
 	lo.HostPath, lo.Repo, lo.Branch, lo.Name, lo.ExtraArgs = opts.workspace, opts.repo, opts.branch, opts.name, opts.extraArgs
 	lo.AllowHosts = opts.egress.allowHosts
+	if lo.LocalClone, err = opts.local.options(opts.repo, f.getenv("HOME")); err != nil {
+		return err
+	}
+	if lo.LocalClone != nil {
+		lo.Repo, lo.Branch = "", ""
+	}
 	// An IDE that goes away closes the pipe behind stdout. Receiving SIGPIPE
 	// turns the next write into an error instead of killing podbot, so the
 	// bridge stops and the container is still removed.

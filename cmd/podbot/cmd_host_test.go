@@ -19,6 +19,10 @@ func TestHostFlags(t *testing.T) {
 			map[string]string{"agent.kind": "custom", "agent.mode": "acp"}, nil, false},
 		{"delegation and extra args", []string{"--agent", "codex", "--agent-mode", "codex_app_server", "--allow-host-delegation", "--", "-c", "x=1"},
 			map[string]string{"agent.kind": "codex", "agent.mode": "codex_app_server", "agent.allow_host_delegation": "true"}, []string{"-c", "x=1"}, false},
+		{"acp kind needs no mode", []string{"--agent", "opencode"},
+			map[string]string{"agent.kind": "opencode", "agent.mode": "acp"}, nil, false},
+		{"acp kind explicit mode kept", []string{"--agent", "gemini", "--agent-mode", "codex_app_server"},
+			map[string]string{"agent.kind": "gemini", "agent.mode": "codex_app_server"}, nil, false},
 		{"terminal auth", []string{"--allow-terminal-auth"},
 			map[string]string{"agent.allow_terminal_auth": "true"}, nil, false},
 		{"nothing set keeps the config", nil, map[string]string{}, nil, false},
@@ -71,6 +75,8 @@ func TestHostConfigErrorsKeepStdoutEmpty(t *testing.T) {
 		{[]string{"host", "--agent", "claude", "--agent-mode", "acp"}, "agent.mode"},
 		{[]string{"host", "--agent", "codex", "--agent-mode", "podbot"}, "agent.mode"},
 		{[]string{"host", "--agent", "custom", "--agent-mode", "acp"}, "agent.command"},
+		{[]string{"host", "--agent", "gemini", "--agent-mode", "codex_app_server"}, "agent.mode"},
+		{[]string{"host", "--agent", "aider"}, "agent.kind"},
 	}
 	for _, tc := range tests {
 		code, out, errOut := run(t, []string{"PODBOT_ENGINE_SOCKET=unix:///nonexistent/podbot.sock"}, tc.args...)

@@ -163,7 +163,12 @@ func newRmCmd(f *factory, runF func(context.Context, *rmOptions) error) *cobra.C
 		Short:                 "Remove podbot containers",
 		Long: `Remove containers and their anonymous volumes. A running container needs
 -f, which kills it first. Containers podbot did not create are refused
-unless --any is given. Each removed container's name is printed.`,
+unless --any is given. Each removed container's name is printed.
+
+A sandbox made from a local repository (--repo PATH) whose branch has
+commits the host never fetched, or whose copy has uncommitted changes, is
+refused without -f, which discards that work: take it first with podbot
+fetch or podbot apply.`,
 		Example: `  podbot rm podbot-sandbox-1a2b3c4d5e6f
   podbot rm -f 1a2b3c`,
 		Args: cobra.MinimumNArgs(1),
@@ -173,12 +178,12 @@ unless --any is given. Each removed container's name is printed.`,
 				return runF(cmd.Context(), opts)
 			}
 			return forEachContainer(cmd.Context(), f, opts.refs, func(ctx context.Context, conn *engine.Conn, ref string) (podbot.Container, error) {
-				return podbot.Remove(ctx, conn, ref, podbot.RemoveOptions{Force: opts.force, Any: opts.any})
+				return podbot.Remove(ctx, conn, ref, podbot.RemoveOptions{Force: opts.force, Any: opts.any, Environ: f.environ})
 			})
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVarP(&opts.force, "force", "f", false, "remove a running container (kills it)")
+	fl.BoolVarP(&opts.force, "force", "f", false, "remove a running container (kills it), or one holding unfetched work")
 	fl.BoolVar(&opts.any, "any", false, "allow containers podbot did not create")
 	return cmd
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/localclone"
+	"github.com/podbot/podbot/termsafe"
 )
 
 // psOptions are podbot ps's flags.
@@ -22,7 +24,9 @@ func newPsCmd(f *factory, runF func(context.Context, *psOptions) error) *cobra.C
 		Use:   "ps",
 		Short: "List podbot's containers",
 		Long: `List the containers podbot created (label podbot.managed=true), newest first,
-in one engine call. Other containers on the engine are not shown.`,
+in one engine call. Other containers on the engine are not shown. When a
+sandbox was made from a local repository (--repo PATH), REPO and BRANCH
+show that repository and the sandbox's branch (podbot/<name>).`,
 		Example: `  podbot ps
   podbot ps -a --size
   podbot ps -a --json | jq -r '.[].name'`,
@@ -58,11 +62,21 @@ func psRun(ctx context.Context, f *factory, opts *psOptions) error {
 	if opts.size {
 		head += "\tSIZE"
 	}
+	clones := false
+	for _, c := range rows {
+		clones = clones || c.Labels[localclone.LabelRepo] != ""
+	}
+	if clones {
+		head += "\tREPO\tBRANCH"
+	}
 	fmt.Fprintln(tw, head)
 	for _, c := range rows {
 		line := strings.Join([]string{c.Name, shortID(c.ID), c.Image, c.Status, c.Labels["podbot.intent"], c.Labels["podbot.session"]}, "\t")
 		if opts.size {
 			line += "\t" + humanBytes(c.SizeRw)
+		}
+		if clones {
+			line += "\t" + orDash(termsafe.Line(c.Labels[localclone.LabelRepo])) + "\t" + orDash(termsafe.Line(c.Labels[localclone.LabelBranch]))
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -81,4 +95,12 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTP"[exp])
+}
+
+// orDash is s, or "-" when empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

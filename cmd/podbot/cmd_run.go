@@ -20,6 +20,7 @@ type runOptions struct {
 	remove       bool
 	extraArgs    []string
 	egress       egressFlags
+	local        localCloneFlags
 }
 
 func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra.Command {
@@ -52,12 +53,16 @@ container and its token directory and names the step.
 ` + egressHelp,
 		Example: `  podbot run --repo acme/widgets --branch main --agent claude
   podbot run --workspace ~/src/widgets --agent codex --rm
+  podbot run --repo . --dirty --agent claude      # a private copy on branch podbot/<name>
   podbot run --workspace . --agent custom -- --verbose
   podbot run --workspace . --allow-host api.example.com --allow-host '*.cdn.example.com:8443'
   podbot run --workspace . --network none`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parseArgs(args, cmd.ArgsLenAtDash()); err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("branch") && isLocalRepo(opts.repo) {
+				return &usageError{msg: "--branch goes with --repo OWNER/NAME; a local --repo PATH starts at its HEAD (or --base REF)"}
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -66,7 +71,7 @@ container and its token directory and names the step.
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.repo, "repo", "", "GitHub repository `OWNER/NAME` to clone into the sandbox")
+	fl.StringVar(&opts.repo, "repo", "", "GitHub repository `OWNER/NAME` to clone, or a local repository PATH (/..., ./..., ~/...) to copy in on branch podbot/<name>")
 	fl.StringVar(&opts.branch, "branch", "main", "`BRANCH` of --repo to check out")
 	fl.StringVar(&opts.workspace, "workspace", "", "host directory `PATH` to mount as the workspace (under workspace.allowed_roots)")
 	fl.StringVar(&opts.agent, "agent", "", "agent `KIND`: claude, codex or custom (default: agent.kind)")
@@ -74,6 +79,7 @@ container and its token directory and names the step.
 	fl.StringVar(&opts.name, "name", "", "container `NAME` (default podbot-<kind>-<id>)")
 	fl.BoolVar(&opts.remove, "rm", false, "remove the container when the agent exits")
 	opts.egress.register(fl)
+	opts.local.register(fl)
 	return cmd
 }
 
@@ -135,7 +141,12 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		return err
 	}
 	lo.Repo, lo.Name, lo.ExtraArgs, lo.AllowHosts = opts.repo, opts.name, opts.extraArgs, opts.egress.allowHosts
-	if opts.repo != "" {
+	if lo.LocalClone, err = opts.local.options(opts.repo, f.getenv("HOME")); err != nil {
+		return err
+	}
+	if lo.LocalClone != nil {
+		lo.Repo = ""
+	} else if opts.repo != "" {
 		lo.Branch = opts.branch
 	}
 	lo.HostPath = opts.workspace

@@ -31,7 +31,9 @@ For each container it writes $XDG_RUNTIME_DIR/podbot/<container name>/ghapp_toke
 read-only at /run/secrets/ghapp_token and git reads through the image's askpass
 helper. A token is replaced github.token_refresh_buffer before it expires;
 failures are retried with backoff while the old token is still valid. When a
-container is gone its directory is removed.
+container stops or is removed its directory is removed at once: the daemon
+follows the engine's event stream, and checks every --check-interval only
+while that stream is unavailable (reconnecting with backoff meanwhile).
 
 A container given as the argument or with --container is served alone, until
 it stops or is removed. --all serves every
@@ -64,7 +66,7 @@ github.private_key_path, github.api_url). Tokens never appear in logs or argv.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.container, "container", "", "serve the one container with this `NAME|ID`")
 	fl.BoolVar(&opts.all, "all", false, "serve every podbot container that needs a token")
-	fl.DurationVar(&opts.checkInterval, "check-interval", 0, "how often to check that a container still exists (default 30s)")
+	fl.DurationVar(&opts.checkInterval, "check-interval", 0, "how often to check a container while the engine's event stream is unavailable (default 30s)")
 	fl.DurationVar(&opts.listInterval, "list-interval", 0, "with --all, how often to look for new containers (default 30s)")
 	return cmd
 }

@@ -17,6 +17,7 @@ const (
 	exitEngine      = 4 // errdefs.ErrContainer: engine unreachable, container problem
 	exitGitHub      = 5 // errdefs.ErrGitHub
 	exitFilesystem  = 6 // errdefs.ErrFilesystem
+	exitRepo        = 7 // errdefs.ErrRepo: a local repository or taking a sandbox's work back
 	exitInterrupted = 130
 )
 
@@ -55,6 +56,8 @@ func exitCode(err error) int {
 		return exitGitHub
 	case errors.Is(err, errdefs.ErrFilesystem):
 		return exitFilesystem
+	case errors.Is(err, errdefs.ErrRepo):
+		return exitRepo
 	default:
 		return exitFailure
 	}

@@ -4,7 +4,10 @@
 // JSON line on stdout, what happened.
 //
 // Usage:
-//   node acp-client.mjs [--cwd DIR] [--timeout-ms N] [--prompt TEXT] [--] COMMAND [ARG...]
+//   node acp-client.mjs [--cwd DIR] [--timeout-ms N] [--prompt TEXT] [--auth-method ID] [--] COMMAND [ARG...]
+//
+// --auth-method ID calls authenticate with that method id after initialize
+// (for agents that read an API key from their environment only once asked).
 //
 // It spawns COMMAND (e.g. `node acp-agent.mjs`, or `podbot host ...`) with
 // piped stdin/stdout (the child's stderr is passed through to ours), advertises
@@ -43,7 +46,7 @@ import * as acp from "@agentclientprotocol/sdk";
 import { FrameChecker } from "./frame-checker.mjs";
 
 function usage(message) {
-  process.stderr.write(`acp-client: ${message}\nusage: acp-client.mjs [--cwd DIR] [--timeout-ms N] [--prompt TEXT] [--] COMMAND [ARG...]\n`);
+  process.stderr.write(`acp-client: ${message}\nusage: acp-client.mjs [--cwd DIR] [--timeout-ms N] [--prompt TEXT] [--auth-method ID] [--] COMMAND [ARG...]\n`);
   process.exit(2);
 }
 
@@ -62,6 +65,7 @@ function parseArgs(argv) {
     if (a === "--cwd") opts.cwd = value;
     else if (a === "--timeout-ms") opts.timeoutMs = Number(value);
     else if (a === "--prompt") opts.prompt = value;
+    else if (a === "--auth-method") opts.authMethod = value;
     else usage(`unknown option ${a}`);
     i++;
   }
@@ -198,6 +202,10 @@ async function session(ctx) {
     agentCapabilities: init.agentCapabilities ?? null,
   };
 
+  if (opts.authMethod) {
+    await ctx.request("authenticate", { methodId: opts.authMethod });
+    summary.authenticated = true;
+  }
   const active = await ctx.buildSession(opts.cwd).start();
   summary.sessionId = active.sessionId;
   const prompted = active.prompt(opts.prompt);

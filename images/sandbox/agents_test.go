@@ -19,10 +19,21 @@ func TestAgentsContainerfileUsesNames(t *testing.T) {
 		"useradd --create-home --uid 1000 --shell /bin/bash " + AgentUser,
 		"fuse-overlayfs", "slirp4netns", "uidmap",
 	}
+	want = append(want, "ARG "+NPMSpecsArg, "ARG "+NodeVersionArg, "COPY "+GooseDir+"/ ",
+		`node-linux-$arch@$`+NodeVersionArg, "$"+NPMSpecsArg+";", "/tmp/podbot-goose/goose "+GooseBin)
+	if !ValidAgentVersion(NodeVersion) {
+		t.Errorf("node version %q is not an exact pin", NodeVersion)
+	}
+	seen := map[string]bool{GooseName: true}
 	for _, cli := range AgentCLIs() {
-		want = append(want, "ARG "+cli.VersionArg, cli.Name+`) spec="`+cli.Package+"@$"+cli.VersionArg+`"`)
-		if cli.Version == "" || strings.ContainsAny(cli.Version, "^~*x ") {
-			t.Errorf("%s version %q is not an exact pin", cli.Name, cli.Version)
+		if seen[cli.Name] || !agentNameRE.MatchString(cli.Name) || cli.Bin == "" || len(cli.Packages) == 0 {
+			t.Errorf("agent CLI %+v: repeated or malformed entry", cli)
+		}
+		seen[cli.Name] = true
+		for _, p := range cli.Packages {
+			if !ValidAgentVersion(p.Version) || strings.ContainsAny(p.Version, "^~*x ") || p.Name == "" || strings.ContainsAny(p.Name, " @") && !strings.HasPrefix(p.Name, "@") {
+				t.Errorf("%s: package %+v is not an exact pin", cli.Name, p)
+			}
 		}
 	}
 	for _, w := range want {
