@@ -178,6 +178,9 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		return err
 	}
 	f.warnEgress(loaded)
+	if loaded.Config.Sandbox.Backend == config.BackendKubernetes {
+		return createOnKubernetes(ctx, f, opts, loaded.Config)
+	}
 	// The sidecar is the sandbox's init when no command is given, and the
 	// egress proxy of an allowlist sandbox in any case.
 	sidecar, searched := f.findSidecar()
@@ -196,6 +199,25 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		return err
 	}
 	res, err := podbot.Create(ctx, conn, lib)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f.ios.Out, res.Name)
+	return err
+}
+
+// createOnKubernetes is podbot create on the kubernetes backend.
+func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cfg config.Config) error {
+	lib, err := opts.toLibrary(cfg, "")
+	if err != nil {
+		return err
+	}
+	lib.Environ, lib.Redactor = f.environ, f.redactor
+	kc, err := f.kubeClient()
+	if err != nil {
+		return err
+	}
+	res, err := podbot.CreateOnKubernetes(ctx, kc, lib)
 	if err != nil {
 		return err
 	}
