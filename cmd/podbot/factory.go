@@ -73,6 +73,8 @@ func flagNames(flags map[string]string) map[string]string {
 		switch k {
 		case "network.mode":
 			names[k] = "--network"
+		case "sandbox.backend":
+			names[k] = "--backend"
 		case "workspace.host_path":
 			names[k] = "--workspace"
 		case "workspace.source":

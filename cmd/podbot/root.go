@@ -58,7 +58,10 @@ Only podbot, on the host, ever holds the engine socket.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return f.setupLogging(cmd.Flags().Changed("quiet"))
+			if err := f.setupLogging(cmd.Flags().Changed("quiet")); err != nil {
+				return err
+			}
+			return f.checkBackend(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
