@@ -100,6 +100,15 @@ func TestK8sBackendLifecycle(t *testing.T) {
 	defer cancel()
 	ns := c.k8sNamespace(t, ctx)
 	pb := c.podbot(ns)
+	// Pod Security admission turns away a Pod that is not at least "baseline".
+	nsObj, err := c.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+	if _, err := c.client.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	r := pb.run(t, ctx, nil, "create", "--read-only", "--memory", "256m", "--cpus", "0.5", "--", "sh", "-c", "echo podbot-ready; exec sleep 3600")
 	if r.Code != 0 {
@@ -380,6 +389,7 @@ func TestK8sBackendBadInput(t *testing.T) {
 		pb := c.podbot(ns)
 		pb.kubeconfig = writeKubeconfig(t, dir, "unreachable", "https://127.0.0.1:1", c.config.CAData, c.config.CAFile, "any")
 		r := pb.run(t, ctx, nil, "create")
+		t.Logf("%s", r.Stderr)
 		if r.Code != 4 || !strings.Contains(r.Stderr, "cannot reach the API server") {
 			t.Errorf("%+v", r)
 		}
@@ -389,6 +399,7 @@ func TestK8sBackendBadInput(t *testing.T) {
 		pb.kubeconfig = filepath.Join(dir, "missing")
 		pb.env = []string{"HOME=" + dir, "KUBERNETES_SERVICE_HOST="}
 		r := pb.run(t, ctx, nil, "create")
+		t.Logf("%s", r.Stderr)
 		if r.Code != 3 || !strings.Contains(r.Stderr, "kubernetes.kubeconfig") || !strings.Contains(r.Stderr, "no kubeconfig") {
 			t.Errorf("%+v", r)
 		}
@@ -397,6 +408,7 @@ func TestK8sBackendBadInput(t *testing.T) {
 		pb := c.podbot(ns)
 		pb.kubeconfig = writeKubeconfig(t, dir, "expired", c.config.Host, c.config.CAData, c.config.CAFile, "podbot-expired-token")
 		r := pb.run(t, ctx, nil, "create")
+		t.Logf("%s", r.Stderr)
 		if r.Code != 4 || !strings.Contains(r.Stderr, "rejected the kubeconfig's credentials") {
 			t.Errorf("%+v", r)
 		}
@@ -416,6 +428,7 @@ func TestK8sBackendBadInput(t *testing.T) {
 		pb := c.podbot(ns)
 		pb.kubeconfig = writeKubeconfig(t, dir, "forbidden", c.config.Host, c.config.CAData, c.config.CAFile, tr.Status.Token)
 		r := pb.run(t, ctx, nil, "create")
+		t.Logf("%s", r.Stderr)
 		if r.Code != 4 || !strings.Contains(r.Stderr, "RBAC forbids") || !strings.Contains(r.Stderr, ns) {
 			t.Errorf("%+v", r)
 		}
@@ -426,6 +439,7 @@ func TestK8sBackendBadInput(t *testing.T) {
 	t.Run("image cannot be pulled", func(t *testing.T) {
 		pb := c.podbot(ns)
 		r := pb.run(t, ctx, nil, "--image", "localhost/podbot-no-such-image:1", "create")
+		t.Logf("%s", r.Stderr)
 		if r.Code != 4 || !strings.Contains(r.Stderr, "cannot be pulled") || !strings.Contains(r.Stderr, "podbot-no-such-image") {
 			t.Errorf("%+v", r)
 		}
@@ -444,6 +458,7 @@ func TestK8sBackendBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = kc.Create(ctx, plan)
+		t.Logf("%v", err)
 		if !errors.Is(err, errdefs.ErrTimeout) || !strings.Contains(err.Error(), "Unschedulable") {
 			t.Errorf("err %v, want ErrTimeout naming the unschedulable Pod", err)
 		}

@@ -14,7 +14,7 @@ import (
 
 // rbacHint says what a sandbox namespace must grant.
 const rbacHint = "grant the kubeconfig's user a Role in that namespace with create, get, list, watch and delete on pods, " +
-	"create on pods/exec, get on pods/log, and create and delete on networkpolicies, or choose another kubernetes.namespace"
+	"create on pods/exec, get on pods/log, and create, get, update and delete on networkpolicies (see the README's Kubernetes backend section), or choose another kubernetes.namespace"
 
 // classify turns a client-go error into a typed podbot error naming the
 // cause: op is the operation, name the Pod (or "").
@@ -44,15 +44,15 @@ func (c *Client) classify(op, name string, err error) error {
 		out.Hint = "refresh the kubeconfig (or kubernetes.context) and try again"
 	case apierrors.IsForbidden(err):
 		out.Reason = errdefs.ErrPermissionDenied
-		out.Msg = "RBAC forbids it in " + where + ": " + string(apierrors.ReasonForError(err)) + ": " + statusMessage(err)
+		out.Msg = "RBAC forbids it in " + where
 		out.Hint = rbacHint
 	case apierrors.IsNotFound(err):
-		out.Reason, out.Msg = errdefs.ErrNotFound, statusMessage(err)+" ("+where+")"
+		out.Reason, out.Msg = errdefs.ErrNotFound, "not found in "+where
 	case apierrors.IsAlreadyExists(err):
-		out.Reason, out.Msg = errdefs.ErrAlreadyExists, statusMessage(err)+" ("+where+")"
+		out.Reason, out.Msg = errdefs.ErrAlreadyExists, "already exists in "+where
 		out.Hint = "pick another --name or remove the old sandbox with podbot rm -f"
 	case apierrors.IsInvalid(err):
-		out.Reason, out.Msg = errdefs.ErrInvalidValue, "the API server refused the object: "+statusMessage(err)
+		out.Reason, out.Msg = errdefs.ErrInvalidValue, "the API server refused the object"
 	case errors.As(err, &netErr) || errors.As(err, &urlErr):
 		out.Reason = errdefs.ErrConnectionFailed
 		out.Msg = "cannot reach the API server (" + where + ")"
@@ -61,15 +61,6 @@ func (c *Client) classify(op, name string, err error) error {
 		out.Reason = errdefs.ErrUnavailable
 	}
 	return out
-}
-
-// statusMessage is the API server's message for a status error.
-func statusMessage(err error) string {
-	var se apierrors.APIStatus
-	if errors.As(err, &se) && se.Status().Message != "" {
-		return se.Status().Message
-	}
-	return err.Error()
 }
 
 // unsupported is the error for a plan the backend cannot run.

@@ -84,12 +84,12 @@ func (c *Client) Create(ctx context.Context, plan launchplan.Plan) (sb Sandbox, 
 		np = BuildNetworkPolicy(pod, egress.ModeNone)
 	}
 	dctx := context.WithoutCancel(ctx)
-	created := false
+	podMade, policyMade := false, false
 	defer func() {
-		if err != nil {
+		if err != nil && (podMade || policyMade) {
 			cctx, cancel := context.WithTimeout(dctx, callTimeout)
 			defer cancel()
-			if rerr := c.deleteObjects(cctx, pod.Name, created); rerr != nil {
+			if rerr := c.deleteObjects(cctx, pod.Name, podMade, policyMade); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
 		}
@@ -100,12 +100,13 @@ func (c *Client) Create(ctx context.Context, plan launchplan.Plan) (sb Sandbox, 
 	if _, err := c.cs.NetworkingV1().NetworkPolicies(c.namespace).Create(cctx, np, metav1.CreateOptions{}); err != nil {
 		return Sandbox{}, c.classify("create network policy", pod.Name, err)
 	}
+	policyMade = true
 	got, err := c.cs.CoreV1().Pods(c.namespace).Create(cctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		// Only our own policy goes: a Pod of that name may belong to someone else.
 		return Sandbox{}, c.classify("create", pod.Name, err)
 	}
-	created = true
+	podMade = true
 	// The policy goes with its Pod when the Pod is deleted by anyone.
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: got.Name, UID: got.UID}
 	np.OwnerReferences = []metav1.OwnerReference{owner}
@@ -219,14 +220,17 @@ func bounded(s string) string {
 }
 
 // deleteObjects deletes the sandbox's Pod (when pod is set) and its
-// NetworkPolicy; missing ones are not an error.
-func (c *Client) deleteObjects(ctx context.Context, name string, pod bool) error {
+// NetworkPolicy (when policy is set); missing ones are not an error.
+func (c *Client) deleteObjects(ctx context.Context, name string, pod, policy bool) error {
 	var errs []error
 	grace := int64(0)
 	if pod {
 		if err := c.cs.CoreV1().Pods(c.namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, c.classify("delete", name, err))
 		}
+	}
+	if !policy {
+		return errors.Join(errs...)
 	}
 	if err := c.cs.NetworkingV1().NetworkPolicies(c.namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, c.classify("delete network policy", name, err))
@@ -293,7 +297,9 @@ func (c *Client) Remove(ctx context.Context, name string, opts RemoveOptions) (S
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
-	return sb, c.deleteObjects(cctx, name, true)
+	// A Pod podbot did not create (--any) has no policy of podbot's: a
+	// policy of the same name is someone else's.
+	return sb, c.deleteObjects(cctx, name, true, sb.Managed())
 }
 
 // ListOptions select the Pods List returns.

@@ -351,6 +351,17 @@ func TestGetRefusesForeignAndBadNames(t *testing.T) {
 	if _, err := c.Get(context.Background(), "missing", false); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("missing: %v", err)
 	}
+	// rm --any of a foreign Pod leaves a policy of the same name alone.
+	if _, err := cs.NetworkingV1().NetworkPolicies("sb").Create(context.Background(),
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Remove(context.Background(), "web", RemoveOptions{Any: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.NetworkingV1().NetworkPolicies("sb").Get(context.Background(), "web", metav1.GetOptions{}); err != nil {
+		t.Errorf("the foreign policy was deleted: %v", err)
+	}
 }
 
 func TestConnectKubeconfigErrors(t *testing.T) {
