@@ -20,7 +20,8 @@ var engineOnly = map[string]bool{
 // checkBackend refuses an engine-only command when the kubernetes backend
 // is selected. The unsafe local tool backend (podbot tools --backend
 // local) uses no engine and stays allowed. A configuration that does not
-// load is left to the command, which reports it.
+// load is left to the command, which reports it; the configuration is not
+// kept, since the command loads it again with its own flags.
 func (f *factory) checkBackend(cmd *cobra.Command) error {
 	top := cmd
 	for top.HasParent() && top.Parent().HasParent() {
@@ -34,7 +35,7 @@ func (f *factory) checkBackend(cmd *cobra.Command) error {
 			return nil
 		}
 	}
-	loaded, err := f.config(nil)
+	loaded, err := f.loadConfig(nil)
 	if err != nil || loaded.Config.Sandbox.Backend != config.BackendKubernetes {
 		return nil
 	}

@@ -94,6 +94,17 @@ func (f *factory) config(extra map[string]string) (*config.Loaded, error) {
 	if f.loaded != nil {
 		return f.loaded, nil
 	}
+	loaded, err := f.loadConfig(extra)
+	if err != nil {
+		return nil, err
+	}
+	f.loaded = loaded
+	return loaded, nil
+}
+
+// loadConfig loads and validates the layered configuration without
+// keeping it, for checks that run before a command adds its own flags.
+func (f *factory) loadConfig(extra map[string]string) (*config.Loaded, error) {
 	flags := f.flagOverrides()
 	for k, v := range extra {
 		flags[k] = v
@@ -107,7 +118,6 @@ func (f *factory) config(extra map[string]string) (*config.Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.loaded = loaded
 	return loaded, nil
 }
 
