@@ -200,6 +200,10 @@ func TestK8sBackendLifecycle(t *testing.T) {
 	if r := pb.run(t, ctx, nil, "exec", "-d", name, "--", "sh", "-c", "echo hidden; exit 5"); r.Code != 5 || r.Stdout != "" {
 		t.Errorf("exec -d: %+v", r)
 	}
+	// -t without a terminal: the output and the status still arrive when stdin ends at once.
+	if r := pb.run(t, ctx, strings.NewReader(""), "exec", "-t", name, "--", "sh", "-c", "echo hello; exit 3"); r.Code != 3 || r.Stdout != "hello\r\n" {
+		t.Errorf("exec -t with an empty stdin: %+v", r)
+	}
 	if r := pb.run(t, ctx, nil, "exec", name, "--", "no-such-command"); r.Code == 0 {
 		t.Errorf("exec of a missing command: %+v", r)
 	}

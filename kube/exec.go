@@ -86,7 +86,14 @@ func (c *Client) Exec(ctx context.Context, name string, opts ExecOptions) (int, 
 	if err != nil {
 		return 0, c.classify("exec", name, err)
 	}
-	streams := remotecommand.StreamOptions{Stdin: opts.Stdin, Stdout: orDiscard(opts.Stdout), Tty: opts.TTY}
+	stdin := opts.Stdin
+	if opts.TTY && stdin != nil {
+		// On a terminal the end of input is Ctrl-D, sent in band. Closing
+		// a TTY exec's stdin makes the kubelet drop the terminal's pending
+		// output, so the end of stdin is held back until the exec ends.
+		stdin = &holdEOF{r: stdin, done: ctx.Done()}
+	}
+	streams := remotecommand.StreamOptions{Stdin: stdin, Stdout: orDiscard(opts.Stdout), Tty: opts.TTY}
 	if !opts.TTY {
 		streams.Stderr = orDiscard(opts.Stderr)
 	} else {
@@ -140,4 +147,22 @@ func (q *sizeQueue) Next() *remotecommand.TerminalSize {
 	case <-q.done:
 		return nil
 	}
+}
+
+// holdEOF passes reads through but returns the end of input only once
+// done is closed.
+type holdEOF struct {
+	r    io.Reader
+	done <-chan struct{}
+}
+
+func (h *holdEOF) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if err == io.EOF {
+		if n > 0 {
+			return n, nil
+		}
+		<-h.done
+	}
+	return n, err
 }
