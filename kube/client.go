@@ -116,5 +116,5 @@ func kubeconfigError(opts Options, err error) error {
 		key = "kubernetes.context"
 	}
 	return &errdefs.ConfigError{Key: key, Reason: errdefs.ErrInvalidValue,
-		Msg: fmt.Sprintf("kubeconfig from %s cannot be used: %v", where, err)}
+		Msg: fmt.Sprintf("kubeconfig from %s cannot be used: %s", where, bounded(err.Error()))}
 }

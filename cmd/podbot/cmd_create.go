@@ -52,12 +52,19 @@ the global --image flag picks the image.
 ` + egressHelp + `
 --network also takes bridge or an engine network's name, as sandbox.network
 does; such a network is outside podbot's egress control, so it needs
-network.mode = "open".`,
+network.mode = "open".
+
+With sandbox.backend = "kubernetes" (--backend kubernetes) the sandbox is a
+hardened Pod in the [kubernetes] namespace with a NetworkPolicy of its own,
+created through the API server; create waits until it runs and deletes it
+again on any failure or Ctrl-C. That backend takes --network none or open
+(no egress proxy on a cluster yet) and refuses --privileged.`,
 		Example: `  name=$(podbot create --network none --read-only --memory 512m)
   podbot exec "$name" -- sh -c 'id; cat /proc/self/status | grep Cap'
   podbot create --name scratch --pids-limit 100 -- sleep 3600
   podbot create --allow-host pypi.org --allow-host files.pythonhosted.org
-  podbot create --network open`,
+  podbot create --network open
+  podbot --backend kubernetes create --network none --read-only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			opts.readOnlySet = fl.Changed("read-only")
