@@ -54,13 +54,20 @@ the global --image flag picks the image.
 ` + egressHelp + `
 --network also takes bridge or an engine network's name, as sandbox.network
 does; such a network is outside podbot's egress control, so it needs
-network.mode = "open".`,
+network.mode = "open".
+
+With sandbox.backend = "kubernetes" (--backend kubernetes) the sandbox is a
+hardened Pod in the [kubernetes] namespace with a NetworkPolicy of its own,
+created through the API server; create waits until it runs and deletes it
+again on any failure or Ctrl-C. That backend takes --network none or open
+(no egress proxy on a cluster yet) and refuses --privileged.`,
 		Example: `  name=$(podbot create --network none --read-only --memory 512m)
   podbot exec "$name" -- sh -c 'id; cat /proc/self/status | grep Cap'
   podbot create --name scratch --pids-limit 100 -- sleep 3600
   podbot create --allow-host pypi.org --allow-host files.pythonhosted.org
   podbot create --network open
-  podbot create --name fix-1 --repo . --dirty      # then: podbot diff fix-1`,
+  podbot create --name fix-1 --repo . --dirty      # then: podbot diff fix-1
+  podbot --backend kubernetes create --network none --read-only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			opts.readOnlySet = fl.Changed("read-only")
@@ -183,6 +190,9 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		return err
 	}
 	f.warnEgress(loaded)
+	if loaded.Config.Sandbox.Backend == config.BackendKubernetes {
+		return createOnKubernetes(ctx, f, opts, loaded.Config)
+	}
 	// The sidecar is the sandbox's init when no command is given, and the
 	// egress proxy of an allowlist sandbox in any case.
 	sidecar, searched := f.findSidecar()
@@ -213,6 +223,25 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		return err
 	}
 	res, err := podbot.Create(ctx, conn, lib)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f.ios.Out, res.Name)
+	return err
+}
+
+// createOnKubernetes is podbot create on the kubernetes backend.
+func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cfg config.Config) error {
+	lib, err := opts.toLibrary(cfg, "")
+	if err != nil {
+		return err
+	}
+	lib.Environ, lib.Redactor = f.environ, f.redactor
+	kc, err := f.kubeClient()
+	if err != nil {
+		return err
+	}
+	res, err := podbot.CreateOnKubernetes(ctx, kc, lib)
 	if err != nil {
 		return err
 	}
