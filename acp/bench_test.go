@@ -165,3 +165,42 @@ func BenchmarkScanObject(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStringScan walks the special bytes of one long JSON string, as
+// the scanner does, with stringSpan and with the word-by-word nextSpecial
+// alone (the previous scan), alternating in the same run, and reports the
+// ratio (word/span: above 1 means stringSpan is faster).
+func BenchmarkStringScan(b *testing.B) {
+	for _, tx := range []struct{ name, unit string }{
+		{"ascii-1KiB", strings.Repeat("x", 1000)},
+		{"ascii-64KiB", strings.Repeat("x", 64<<10)},
+		{"escaped", strings.Repeat(`line \"quoted\" \u00e9t\u00e9 ça — ok\n`, (64<<10)/48)},
+		{"cjk", strings.Repeat("日本語のテキスト", (64<<10)/24)},
+	} {
+		b.Run(tx.name, func(b *testing.B) {
+			data := []byte(tx.unit + `"`)
+			walk := func(next func(int) int) int {
+				specials := 0
+				for i := 0; i < len(data); i = next(i) + 1 {
+					specials++
+				}
+				return specials
+			}
+			var spanTime, wordTime time.Duration
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				start := time.Now()
+				span := stringSpan{data: data}
+				n1 := walk(span.next)
+				spanTime += time.Since(start)
+				start = time.Now()
+				n2 := walk(func(i int) int { return nextSpecial(data, i) })
+				wordTime += time.Since(start)
+				if n1 != n2 {
+					b.Fatalf("stringSpan found %d special bytes, nextSpecial %d", n1, n2)
+				}
+			}
+			b.ReportMetric(wordTime.Seconds()/spanTime.Seconds(), "word/span")
+		})
+	}
+}

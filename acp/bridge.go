@@ -15,7 +15,7 @@ const (
 	// with batchBytes it keeps the write system calls per MiB few (at 32 KiB
 	// the pass-through ran at 0.6-0.7 of a raw exec).
 	copyBuffer = 256 << 10
-	// batchBytes bounds the frames a pump gathers into one write.
+	// batchBytes bounds the unchanged frames a pump writes at once.
 	batchBytes = 256 << 10
 )
 
@@ -91,25 +91,20 @@ func Bridge(ctx context.Context, p Policy, clientIn io.Reader, agentStdin io.Wri
 // pump moves frames from src (sent by from) through f, forwarding to dst
 // and answering to back. Frames forwarded one after another while more
 // complete frames are already buffered go out in one write (up to
-// batchBytes); nothing waits for more input: the batch is written before
-// the next read.
+// batchBytes; a larger frame goes alone); nothing waits for more input: the
+// pending frames are written before the next read.
+//
+// Frames the policy forwards unchanged are written straight from the
+// reader's buffer while they lie next to each other there; only after a
+// frame is dropped or rewritten are the frames gathered by copying.
 func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *frameWriter, maxFrame int) error {
 	fr := NewFrameReader(src, maxFrame)
-	write := func(p []byte) error {
+	out := pending{write: func(p []byte) error {
 		if err := dst.write(p); err != nil {
 			return &writeError{to: other(from), err: err}
 		}
 		return nil
-	}
-	batch := make([]byte, 0, batchBytes)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := write(batch)
-		batch = batch[:0]
-		return err
-	}
+	}}
 	for {
 		frame, err := fr.Next()
 		var v verdict
@@ -119,25 +114,16 @@ func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *f
 		case tooLarge:
 			v = f.oversize(ctx, from, e)
 		case err == io.EOF:
-			return flush()
+			return out.flush()
 		default:
-			if ferr := flush(); ferr != nil {
+			if ferr := out.flush(); ferr != nil {
 				return ferr
 			}
 			return readError(from, err)
 		}
 		if v.forward != nil {
-			if len(batch)+len(v.forward) > batchBytes {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-			if len(v.forward) >= batchBytes {
-				if err := write(v.forward); err != nil {
-					return err
-				}
-			} else {
-				batch = append(batch, v.forward...)
+			if err := out.add(v.forward, unchanged(v.forward, frame)); err != nil {
+				return err
 			}
 		}
 		if v.reply != nil {
@@ -148,11 +134,73 @@ func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *f
 			}
 		}
 		if !fr.Buffered() {
-			if err := flush(); err != nil {
+			// The next Next may read, which moves the reader's buffer.
+			if err := out.flush(); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// pending holds the frames a pump has yet to write: either a span of the
+// frame reader's buffer (frames forwarded unchanged and adjacent there) or
+// a batch of copies.
+type pending struct {
+	write func([]byte) error
+	// span is a slice of the reader's buffer; its capacity reaches to the
+	// buffer's end. Empty while batch is in use.
+	span  []byte
+	batch []byte
+}
+
+// add queues p, which is the reader's frame itself when inPlace, flushing
+// first when the pending frames and p together exceed batchBytes.
+func (q *pending) add(p []byte, inPlace bool) error {
+	if len(q.span)+len(q.batch)+len(p) > batchBytes {
+		if err := q.flush(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(p) >= batchBytes:
+		return q.write(p)
+	case inPlace && len(q.batch) == 0 && len(q.span) == 0:
+		q.span = p
+	case inPlace && len(q.batch) == 0 && follows(q.span, p):
+		q.span = q.span[:len(q.span)+len(p)]
+	default:
+		if q.batch == nil {
+			q.batch = make([]byte, 0, batchBytes)
+		}
+		q.batch = append(append(q.batch, q.span...), p...)
+		q.span = nil
+	}
+	return nil
+}
+
+// flush writes the pending frames.
+func (q *pending) flush() error {
+	p := q.span
+	if len(q.batch) > 0 {
+		p = q.batch
+	}
+	q.span, q.batch = nil, q.batch[:0]
+	if len(p) == 0 {
+		return nil
+	}
+	return q.write(p)
+}
+
+// unchanged reports whether out is frame itself, not a rewritten copy.
+func unchanged(out, frame []byte) bool {
+	return len(out) == len(frame) && len(frame) > 0 && &out[0] == &frame[0]
+}
+
+// follows reports whether frame starts in the same buffer right where span
+// ends, so that span can grow over it.
+func follows(span, frame []byte) bool {
+	n := len(span)
+	return n > 0 && cap(span)-n >= len(frame) && &span[:n+1][n] == &frame[0]
 }
 
 // copyRaw copies src to dst (the peer to) unmodified through a bounded

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/bits"
@@ -357,13 +358,96 @@ func nextSpecial(data []byte, i int) int {
 	return i
 }
 
+// probeWords is how many eight-byte words a string scan checks word by word
+// before it looks for the next '"' or '\\' with bytes.IndexByte: short
+// strings (names, ids) end within them, long ones go the vectorized way.
+const probeWords = 2
+
+// nextQuoteOrBackslash returns the index of the first '"' or '\\' at or
+// after i, or len(data) if there is none.
+func nextQuoteOrBackslash(data []byte, i int) int {
+	end := len(data)
+	if q := bytes.IndexByte(data[i:], '"'); q >= 0 {
+		end = i + q
+	}
+	if b := bytes.IndexByte(data[i:end], '\\'); b >= 0 {
+		end = i + b
+	}
+	return end
+}
+
+// controlOrHigh is a word whose high bits are all clear exactly when all
+// eight bytes of w are ASCII and not control characters; otherwise its
+// lowest set bit is the high bit of the first such byte (a borrow only runs
+// from a byte below 0x20 to higher ones).
+func controlOrHigh(w uint64) uint64 {
+	return ((w - 0x20*ones) | w) & highs
+}
+
+// firstControlOrHigh returns the index of the first control character or
+// non-ASCII byte in data[i:end], or end if there is none. It reads 32 bytes
+// at a time.
+func firstControlOrHigh(data []byte, i, end int) int {
+	for ; i+32 <= end; i += 32 {
+		w0 := binary.LittleEndian.Uint64(data[i:])
+		w1 := binary.LittleEndian.Uint64(data[i+8:])
+		w2 := binary.LittleEndian.Uint64(data[i+16:])
+		w3 := binary.LittleEndian.Uint64(data[i+24:])
+		const c = 0x20 * ones
+		if ((w0-c)|(w1-c)|(w2-c)|(w3-c)|w0|w1|w2|w3)&highs != 0 {
+			break
+		}
+	}
+	for ; i+8 <= end; i += 8 {
+		if m := controlOrHigh(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < end; i++ {
+		if c := data[i]; c < 0x20 || c >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return end
+}
+
+// stringSpan finds the bytes a string scan must look at. It remembers the
+// last '"' or '\\' it found, so a long string with many non-ASCII runes is
+// still searched once: the work stays linear in the string's length.
+type stringSpan struct {
+	data []byte
+	// stop is the index of a '"' or '\\' (or len(data)); no byte between
+	// the position it was found from and stop is either.
+	stop int
+}
+
+// next is nextSpecial(s.data, i): the index of the first '"', '\\', control
+// character or non-ASCII byte at or after i, or len(data).
+func (s *stringSpan) next(i int) int {
+	data := s.data
+	if i >= s.stop {
+		for k := 0; k < probeWords && i+8 <= len(data); k++ {
+			if m := specialBytes(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+				return i + bits.TrailingZeros64(m)/8
+			}
+			i += 8
+		}
+		if i+8 > len(data) {
+			return nextSpecial(data, i)
+		}
+		s.stop = nextQuoteOrBackslash(data, i)
+	}
+	return firstControlOrHigh(data, i, s.stop)
+}
+
 // str checks the string starting with the '"' at data[i] and returns the
 // index just past its closing quote, and whether it holds escapes.
 func (s *scanner) str(i int) (end int, escaped bool, err error) {
 	data := s.data
 	n := len(data)
+	span := stringSpan{data: data}
 	for i++; ; {
-		if i = nextSpecial(data, i); i >= n {
+		if i = span.next(i); i >= n {
 			return i, escaped, errInvalidJSON
 		}
 		switch c := data[i]; {

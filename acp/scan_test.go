@@ -222,3 +222,28 @@ func FuzzEqualFoldASCII(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStringSpan checks that stringSpan finds, step by step through a
+// string, the same bytes as the word-by-word nextSpecial.
+func FuzzStringSpan(f *testing.F) {
+	for _, s := range []string{
+		strings.Repeat("x", 100) + `"`,
+		strings.Repeat("ab\\\"", 20) + strings.Repeat("é", 30) + `"`,
+		strings.Repeat("x", 17) + "\x01" + strings.Repeat("y", 40) + "\\n" + strings.Repeat("z", 33),
+		strings.Repeat("日本語", 20) + strings.Repeat("q", 64) + "\x80",
+	} {
+		f.Add([]byte(s), uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, step uint8) {
+		span := stringSpan{data: data}
+		for i := 0; i < len(data); {
+			got, want := span.next(i), nextSpecial(data, i)
+			if got != want {
+				t.Fatalf("stringSpan.next(%d) = %d; nextSpecial says %d (data %q)", i, got, want, data)
+			}
+			// Move on as a string scan would: past the special byte, by a
+			// fuzzed stride.
+			i = got + 1 + int(step%7)
+		}
+	})
+}

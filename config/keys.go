@@ -100,6 +100,8 @@ func keyTable() []keyDef {
 		{"sandbox.gpus", TypeList, false, []string{}, "CDI device names to pass through (e.g. nvidia.com/gpu=all).", func(c *Config) any { return &c.Sandbox.GPUs }},
 		{"sandbox.user", TypeString, false, "", "User[:group] the agent runs as (name or id). Empty: the image's default.", func(c *Config) any { return &c.Sandbox.User }},
 
+		{"sandbox.backend", TypeString, false, BackendEngine, "Where sandboxes run: engine (Podman or Docker) or kubernetes (Pods through the API server of [kubernetes]; see \"Kubernetes backend\"). --backend overrides it.", func(c *Config) any { return &c.Sandbox.Backend }},
+
 		{"network.mode", TypeString, false, NetworkAllowlist, "Egress of agent sandboxes (run, host, create): allowlist (only the hosts of network.allow and network.presets, through podbot's egress proxy), none (no network) or open (the engine's default network, no egress control; podbot warns). Tool sessions use tools.network.", func(c *Config) any { return &c.Network.Mode }},
 		{"network.allow", TypeList, false, []string{}, "Egress rules: host, host:port, *.domain, *.domain:port or an IP address ([v6]:port); no port means 443 and 80. --allow-host adds one for a single launch.", func(c *Config) any { return &c.Network.Allow }},
 		{"network.presets", TypeList, false, DefaultNetworkPresets(), "Rule sets added to network.allow: agent (the agent's API and sign-in hosts), github (the hosts of github.api_url and github.clone_base_url), packages (npm, PyPI, the Go module proxy, crates.io). Empty list: none.", func(c *Config) any { return &c.Network.Presets }},
@@ -137,6 +139,14 @@ func keyTable() []keyDef {
 		{"pool.max_age", TypeDuration, false, time.Hour, "Replace a ready pool member older than this (podbot pool serve). 0: never.", func(c *Config) any { return &c.Pool.MaxAge }},
 		{"pool.refill_interval", TypeDuration, false, time.Second, "How often podbot pool serve checks every pool (ready count, stopped and over-age members).", func(c *Config) any { return &c.Pool.RefillInterval }},
 		{"tools.allowed_host_roots", TypeList, false, []string{}, "Host directories that may be copied into a tool-session workspace.", func(c *Config) any { return &c.Tools.AllowedHostRoots }},
+
+		{"kubernetes.kubeconfig", TypeString, false, "", "Kubeconfig file of the kubernetes backend. Empty: client-go's loading rules ($KUBECONFIG, ~/.kube/config, then the in-cluster service account).", func(c *Config) any { return &c.Kubernetes.Kubeconfig }},
+		{"kubernetes.context", TypeString, false, "", "Kubeconfig context. Empty: the current context.", func(c *Config) any { return &c.Kubernetes.Context }},
+		{"kubernetes.namespace", TypeString, false, "", "Namespace of sandbox Pods. Empty: the context's namespace, else default.", func(c *Config) any { return &c.Kubernetes.Namespace }},
+		{"kubernetes.runtime_class", TypeString, false, "", "RuntimeClass of sandbox Pods (e.g. gvisor, kata). Empty: the cluster's default runtime.", func(c *Config) any { return &c.Kubernetes.RuntimeClass }},
+		{"kubernetes.node_selector", TypeMap, false, map[string]string{}, "Node labels sandbox Pods must be scheduled on (label = \"value\").", func(c *Config) any { return &c.Kubernetes.NodeSelector }},
+		{"kubernetes.image_pull_policy", TypeString, false, "", "Always, IfNotPresent or Never. Empty: the cluster's default.", func(c *Config) any { return &c.Kubernetes.ImagePullPolicy }},
+		{"kubernetes.service_account", TypeString, false, "", "Service account of sandbox Pods (its token is never mounted). Empty: the namespace's default.", func(c *Config) any { return &c.Kubernetes.ServiceAccount }},
 	}
 }
 

@@ -21,6 +21,9 @@ type Config struct {
 	ACP       ACP
 	Tools     Tools
 	Pool      Pool
+	// Kubernetes configures the Kubernetes backend ([kubernetes]), used
+	// when Sandbox.Backend is BackendKubernetes.
+	Kubernetes Kubernetes
 
 	// Secrets are the credential vault's entries ([[secrets]] in the
 	// config file only; no environment variable or flag sets them).
@@ -150,6 +153,43 @@ type Sandbox struct {
 	// User is the user the agent runs as; empty means the image's default
 	// (sandbox.user).
 	User string
+	// Backend is where sandboxes run: BackendEngine (the container engine)
+	// or BackendKubernetes (a cluster's API server) (sandbox.backend).
+	Backend string
+}
+
+// Sandbox backends (sandbox.backend).
+const (
+	// BackendEngine runs sandboxes as containers on the Podman or Docker engine.
+	BackendEngine = "engine"
+	// BackendKubernetes runs sandboxes as Pods through a Kubernetes API server.
+	BackendKubernetes = "kubernetes"
+)
+
+// Kubernetes configures the Kubernetes backend ([kubernetes]).
+type Kubernetes struct {
+	// Kubeconfig is the kubeconfig file (kubernetes.kubeconfig); empty
+	// follows client-go's loading rules: $KUBECONFIG, ~/.kube/config, then
+	// the in-cluster service account.
+	Kubeconfig string
+	// Context is the kubeconfig context; empty is its current context
+	// (kubernetes.context).
+	Context string
+	// Namespace is where sandbox Pods go; empty is the context's namespace,
+	// else "default" (kubernetes.namespace).
+	Namespace string
+	// RuntimeClass is the Pods' RuntimeClass, e.g. gvisor or kata; empty
+	// is the cluster's default runtime (kubernetes.runtime_class).
+	RuntimeClass string
+	// NodeSelector are node labels a sandbox Pod must be scheduled on
+	// (kubernetes.node_selector).
+	NodeSelector map[string]string
+	// ImagePullPolicy is Always, IfNotPresent or Never; empty leaves the
+	// cluster's default (kubernetes.image_pull_policy).
+	ImagePullPolicy string
+	// ServiceAccount is the Pods' service account; its token is never
+	// mounted (kubernetes.service_account).
+	ServiceAccount string
 }
 
 // Network modes (network.mode), as package egress names them.

@@ -78,6 +78,7 @@ func (c Config) Validate() error {
 	}
 	c.Tools.validate(&v)
 	c.Pool.validate(&v)
+	c.Kubernetes.validate(&v)
 	c.validateSecrets(&v)
 	return v.err()
 }
@@ -302,6 +303,35 @@ func (s Sandbox) validate(v *validator) {
 		}
 	}
 	v.user("sandbox.user", s.User)
+	if s.Backend != BackendEngine && s.Backend != BackendKubernetes {
+		v.add("sandbox.backend", errdefs.ErrInvalidValue, "got %q; expected engine or kubernetes", s.Backend)
+	}
+}
+
+// dnsLabel is a Kubernetes object name: a DNS-1123 label.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// dnsSubdomain is a Kubernetes object name that may hold dots.
+var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$`)
+
+func (k Kubernetes) validate(v *validator) {
+	if k.Namespace != "" && !dnsLabel.MatchString(k.Namespace) {
+		v.add("kubernetes.namespace", errdefs.ErrInvalidValue, "got %q; expected a namespace name (lower-case letters, digits and '-', at most 63)", k.Namespace)
+	}
+	if k.RuntimeClass != "" && !dnsSubdomain.MatchString(k.RuntimeClass) {
+		v.add("kubernetes.runtime_class", errdefs.ErrInvalidValue, "got %q; expected a RuntimeClass name such as gvisor", k.RuntimeClass)
+	}
+	if k.ServiceAccount != "" && !dnsSubdomain.MatchString(k.ServiceAccount) {
+		v.add("kubernetes.service_account", errdefs.ErrInvalidValue, "got %q; expected a service account name", k.ServiceAccount)
+	}
+	switch k.ImagePullPolicy {
+	case "", "Always", "IfNotPresent", "Never":
+	default:
+		v.add("kubernetes.image_pull_policy", errdefs.ErrInvalidValue, "got %q; expected Always, IfNotPresent or Never", k.ImagePullPolicy)
+	}
+	if k.Kubeconfig != "" && !filepath.IsAbs(k.Kubeconfig) {
+		v.add("kubernetes.kubeconfig", errdefs.ErrInvalidValue, "got %q; expected an absolute path", k.Kubeconfig)
+	}
 }
 
 // ValidateNetwork checks the [network] section and its agreement with

@@ -248,3 +248,32 @@ func TestValidateTokenPermissions(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateBackendAndKubernetes(t *testing.T) {
+	c := Default()
+	if c.Sandbox.Backend != BackendEngine {
+		t.Fatalf("default backend %q", c.Sandbox.Backend)
+	}
+	c.Sandbox.Backend = BackendKubernetes
+	c.Kubernetes = Kubernetes{Kubeconfig: "/etc/kube/config", Namespace: "agents", RuntimeClass: "gvisor",
+		ImagePullPolicy: "IfNotPresent", ServiceAccount: "sandbox"}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("valid kubernetes config: %v", err)
+	}
+	for key, mut := range map[string]func(*Config){
+		"sandbox.backend":              func(c *Config) { c.Sandbox.Backend = "k8s" },
+		"kubernetes.namespace":         func(c *Config) { c.Kubernetes.Namespace = "Agents_1" },
+		"kubernetes.runtime_class":     func(c *Config) { c.Kubernetes.RuntimeClass = "g visor" },
+		"kubernetes.service_account":   func(c *Config) { c.Kubernetes.ServiceAccount = "../sa" },
+		"kubernetes.image_pull_policy": func(c *Config) { c.Kubernetes.ImagePullPolicy = "always" },
+		"kubernetes.kubeconfig":        func(c *Config) { c.Kubernetes.Kubeconfig = "relative/config" },
+	} {
+		bad := c
+		mut(&bad)
+		err := bad.Validate()
+		var ce *errdefs.ConfigError
+		if !errors.As(err, &ce) || ce.Key != key {
+			t.Errorf("%s: %v", key, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/errdefs"
 )
 
 // createOptions are podbot create's flags and arguments.
@@ -57,14 +58,22 @@ the global --image flag picks the image.
 ` + egressHelp + `
 --network also takes bridge or an engine network's name, as sandbox.network
 does; such a network is outside podbot's egress control, so it needs
-network.mode = "open".`,
+network.mode = "open".
+
+With sandbox.backend = "kubernetes" (--backend kubernetes) the sandbox is a
+hardened Pod in the [kubernetes] namespace with a NetworkPolicy of its own,
+created through the API server; create waits until it runs and deletes it
+again on any failure or Ctrl-C. That backend takes --network none or open
+(no egress proxy on a cluster yet) and refuses --privileged.`,
 		Example: `  name=$(podbot create --network none --read-only --memory 512m)
   podbot exec "$name" -- sh -c 'id; cat /proc/self/status | grep Cap'
   podbot create --name scratch --pids-limit 100 -- sleep 3600
   podbot create --allow-host pypi.org --allow-host files.pythonhosted.org
   podbot create --network open
   podbot create --pool scratch --wait 5s
-  podbot create --name fix-1 --repo . --dirty      # then: podbot diff fix-1`,
+  podbot create --name fix-1 --repo . --dirty      # then: podbot diff fix-1
+
+  podbot --backend kubernetes create --network none --read-only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			opts.readOnlySet = fl.Changed("read-only")
@@ -192,6 +201,13 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		return err
 	}
 	f.warnEgress(loaded)
+	if loaded.Config.Sandbox.Backend == config.BackendKubernetes {
+		if opts.pool != "" {
+			return &errdefs.ConfigError{Key: "sandbox.backend", Reason: errdefs.ErrConflict,
+				Msg: "--pool " + opts.pool + ": warm pools hold the engine's containers; the kubernetes backend has none yet, so drop --pool or use --backend engine"}
+		}
+		return createOnKubernetes(ctx, f, opts, loaded.Config)
+	}
 	// The sidecar is the sandbox's init when no command is given, and the
 	// egress proxy of an allowlist sandbox in any case.
 	sidecar, searched := f.findSidecar()
@@ -246,4 +262,23 @@ func logClaim(f *factory, c podbot.ClaimReport) {
 		attrs = append(attrs, "fallback", c.Fallback)
 	}
 	f.logger.Info("pool claim", attrs...)
+}
+
+// createOnKubernetes is podbot create on the kubernetes backend.
+func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cfg config.Config) error {
+	lib, err := opts.toLibrary(cfg, "")
+	if err != nil {
+		return err
+	}
+	lib.Environ, lib.Redactor = f.environ, f.redactor
+	kc, err := f.kubeClient()
+	if err != nil {
+		return err
+	}
+	res, err := podbot.CreateOnKubernetes(ctx, kc, lib)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f.ios.Out, res.Name)
+	return err
 }

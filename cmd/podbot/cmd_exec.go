@@ -117,6 +117,13 @@ func (o *execOptions) wantTTY(inTTY, outTTY bool) bool {
 }
 
 func execRun(ctx context.Context, f *factory, opts *execOptions) error {
+	onKube, err := f.onKubernetes()
+	if err != nil {
+		return err
+	}
+	if onKube {
+		return execOnKubernetes(ctx, f, opts)
+	}
 	conn, err := f.engine(ctx)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/github"
+	"github.com/podbot/podbot/kube"
 )
 
 // forEachContainer runs fn on every reference, prints the name of each
@@ -24,6 +25,24 @@ func forEachContainer(ctx context.Context, f *factory, refs []string, fn func(co
 	var errs []error
 	for _, ref := range refs {
 		c, err := fn(ctx, conn, ref)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintln(f.ios.Out, c.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// forEachPod is forEachContainer on the kubernetes backend.
+func forEachPod(ctx context.Context, f *factory, refs []string, fn func(context.Context, *kube.Client, string) (podbot.Container, error)) error {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, ref := range refs {
+		c, err := fn(ctx, kc, ref)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -60,6 +79,12 @@ succeeds. Each stopped container's name is printed.`,
 			opts.refs = args
 			if runF != nil {
 				return runF(cmd.Context(), opts)
+			}
+			if onKube, err := f.onKubernetes(); err != nil || onKube {
+				if err != nil {
+					return err
+				}
+				return &usageError{msg: "podbot stop: a Pod cannot be stopped and started again on the kubernetes backend; delete it with podbot rm -f"}
 			}
 			timeout := time.Duration(opts.timeout) * time.Second
 			if timeout == 0 {
@@ -177,6 +202,15 @@ fetch or podbot apply.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
+			if onKube, err := f.onKubernetes(); err != nil || onKube {
+				if err != nil {
+					return err
+				}
+				return forEachPod(cmd.Context(), f, opts.refs, func(ctx context.Context, kc *kube.Client, ref string) (podbot.Container, error) {
+					sb, err := kc.Remove(ctx, ref, kube.RemoveOptions{Force: opts.force, Any: opts.any})
+					return podbot.KubeContainer(sb), err
+				})
+			}
 			return forEachContainer(cmd.Context(), f, opts.refs, func(ctx context.Context, conn *engine.Conn, ref string) (podbot.Container, error) {
 				return podbot.Remove(ctx, conn, ref, podbot.RemoveOptions{Force: opts.force, Any: opts.any, Environ: f.environ})
 			})
@@ -213,6 +247,16 @@ stderr on stderr. -f keeps streaming until the container stops or Ctrl-C.`,
 			opts.ref = args[0]
 			if runF != nil {
 				return runF(cmd.Context(), opts)
+			}
+			if onKube, err := f.onKubernetes(); err != nil || onKube {
+				if err != nil {
+					return err
+				}
+				kc, err := f.kubeClient()
+				if err != nil {
+					return err
+				}
+				return kc.Logs(cmd.Context(), opts.ref, kube.LogsOptions{Follow: opts.follow, Tail: int64(opts.tail), Any: opts.any}, f.ios.Out)
 			}
 			conn, err := f.engine(cmd.Context())
 			if err != nil {

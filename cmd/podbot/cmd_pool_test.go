@@ -26,6 +26,7 @@ func TestPoolUsageErrors(t *testing.T) {
 		{[]string{"pool", "rm", "nope"}, exitConfig, "no pool named nope"},
 		{[]string{"create", "--wait", "5s"}, exitUsage, "--wait needs --pool"},
 		{[]string{"create", "--pool", "nope"}, exitConfig, "no pool named nope"},
+		{[]string{"--backend", "kubernetes", "create", "--pool", "p"}, exitConfig, "drop --pool or use --backend engine"},
 		{[]string{"tools", "call", "ls", "--wait", "5s"}, exitUsage, "--wait needs --pool"},
 		{[]string{"tools", "call", "ls", "--pool", "../x"}, exitConfig, "lower-case"},
 	} {

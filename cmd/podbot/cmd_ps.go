@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/kube"
 	"github.com/podbot/podbot/localclone"
 	"github.com/podbot/podbot/termsafe"
 )
@@ -46,11 +47,7 @@ show that repository and the sandbox's branch (podbot/<name>).`,
 }
 
 func psRun(ctx context.Context, f *factory, opts *psOptions) error {
-	conn, err := f.engine(ctx)
-	if err != nil {
-		return err
-	}
-	rows, err := podbot.List(ctx, conn, podbot.ListOptions{All: opts.all, Size: opts.size})
+	rows, err := psRows(ctx, f, opts)
 	if err != nil {
 		return err
 	}
@@ -103,4 +100,35 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// psRows lists podbot's sandboxes on the configured backend.
+func psRows(ctx context.Context, f *factory, opts *psOptions) ([]podbot.Container, error) {
+	onKube, err := f.onKubernetes()
+	if err != nil {
+		return nil, err
+	}
+	if !onKube {
+		conn, err := f.engine(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return podbot.List(ctx, conn, podbot.ListOptions{All: opts.all, Size: opts.size})
+	}
+	if opts.size {
+		return nil, &usageError{msg: "--size: the kubernetes backend has no writable-layer sizes; drop --size"}
+	}
+	kc, err := f.kubeClient()
+	if err != nil {
+		return nil, err
+	}
+	pods, err := kc.List(ctx, kube.ListOptions{All: opts.all})
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]podbot.Container, 0, len(pods))
+	for _, p := range pods {
+		rows = append(rows, podbot.KubeContainer(p))
+	}
+	return rows, nil
 }

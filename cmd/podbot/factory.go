@@ -11,6 +11,7 @@ import (
 	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/kube"
 	"github.com/podbot/podbot/workspace"
 )
 
@@ -27,6 +28,7 @@ type factory struct {
 
 	loaded *config.Loaded
 	conn   *engine.Conn
+	kube   *kube.Client
 }
 
 func newFactory(ios *ioStreams, environ []string) *factory {
@@ -58,6 +60,9 @@ func (f *factory) flagOverrides() map[string]string {
 	if f.global.image != "" {
 		m["image"] = f.global.image
 	}
+	if f.global.backend != "" {
+		m["sandbox.backend"] = f.global.backend
+	}
 	return m
 }
 
@@ -68,6 +73,8 @@ func flagNames(flags map[string]string) map[string]string {
 		switch k {
 		case "network.mode":
 			names[k] = "--network"
+		case "sandbox.backend":
+			names[k] = "--backend"
 		case "workspace.host_path":
 			names[k] = "--workspace"
 		case "workspace.source":
@@ -87,6 +94,17 @@ func (f *factory) config(extra map[string]string) (*config.Loaded, error) {
 	if f.loaded != nil {
 		return f.loaded, nil
 	}
+	loaded, err := f.loadConfig(extra)
+	if err != nil {
+		return nil, err
+	}
+	f.loaded = loaded
+	return loaded, nil
+}
+
+// loadConfig loads and validates the layered configuration without
+// keeping it, for checks that run before a command adds its own flags.
+func (f *factory) loadConfig(extra map[string]string) (*config.Loaded, error) {
 	flags := f.flagOverrides()
 	for k, v := range extra {
 		flags[k] = v
@@ -100,7 +118,6 @@ func (f *factory) config(extra map[string]string) (*config.Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.loaded = loaded
 	return loaded, nil
 }
 
@@ -128,6 +145,39 @@ func (f *factory) engine(ctx context.Context) (*engine.Conn, error) {
 	}
 	f.conn = conn
 	return conn, nil
+}
+
+// onKubernetes reports whether sandbox.backend (or --backend) selects the
+// kubernetes backend.
+func (f *factory) onKubernetes() (bool, error) {
+	loaded, err := f.config(nil)
+	if err != nil {
+		return false, err
+	}
+	return loaded.Config.Sandbox.Backend == config.BackendKubernetes, nil
+}
+
+// kubeClient loads the kubeconfig of the [kubernetes] section once.
+func (f *factory) kubeClient() (*kube.Client, error) {
+	if f.kube != nil {
+		return f.kube, nil
+	}
+	loaded, err := f.config(nil)
+	if err != nil {
+		return nil, err
+	}
+	k := loaded.Config.Kubernetes
+	c, err := kube.Connect(kube.Options{
+		Kubeconfig: k.Kubeconfig, KubeconfigEnv: f.getenv("KUBECONFIG"), Context: k.Context, Namespace: k.Namespace,
+		RuntimeClass: k.RuntimeClass, NodeSelector: k.NodeSelector, ImagePullPolicy: k.ImagePullPolicy,
+		ServiceAccount: k.ServiceAccount,
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.logger.Debug("kubernetes backend", "server", c.Server(), "namespace", c.Namespace())
+	f.kube = c
+	return c, nil
 }
 
 func (f *factory) endpoint(loaded *config.Loaded) (engine.Endpoint, string, error) {

@@ -16,6 +16,7 @@ type globalOptions struct {
 	configPath   string
 	engineSocket string
 	image        string
+	backend      string
 	logLevel     string
 	logFormat    string
 	quiet        bool
@@ -57,7 +58,10 @@ Only podbot, on the host, ever holds the engine socket.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return f.setupLogging(cmd.Flags().Changed("quiet"))
+			if err := f.setupLogging(cmd.Flags().Changed("quiet")); err != nil {
+				return err
+			}
+			return f.checkBackend(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -68,6 +72,7 @@ Only podbot, on the host, ever holds the engine socket.`,
 	pf.StringVarP(&g.configPath, "config", "c", "", "config file `PATH` (default: $PODBOT_CONFIG_PATH, then the XDG and /etc locations)")
 	pf.StringVar(&g.engineSocket, "engine-socket", "", "engine endpoint `URI` (unix://, tcp://, http(s)://, npipe:// or a socket path)")
 	pf.StringVar(&g.image, "image", "", "sandbox image `REF`")
+	pf.StringVar(&g.backend, "backend", "", "where sandboxes run: engine or kubernetes (default: sandbox.backend)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "only log errors")

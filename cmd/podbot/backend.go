@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/errdefs"
+)
+
+// engineOnly are the commands the kubernetes backend does not serve yet;
+// with sandbox.backend = "kubernetes" they are refused rather than run on
+// the local engine behind the user's back.
+var engineOnly = map[string]bool{
+	"run": true, "host": true, "start": true, "prune": true, "network": true, "token-daemon": true, "tools": true,
+	"diff": true, "log": true, "fetch": true, "apply": true,
+}
+
+// checkBackend refuses an engine-only command when the kubernetes backend
+// is selected. The unsafe local tool backend (podbot tools --backend
+// local) uses no engine and stays allowed. A configuration that does not
+// load is left to the command, which reports it; the configuration is not
+// kept, since the command loads it again with its own flags.
+func (f *factory) checkBackend(cmd *cobra.Command) error {
+	top := cmd
+	for top.HasParent() && top.Parent().HasParent() {
+		top = top.Parent()
+	}
+	if !engineOnly[top.Name()] {
+		return nil
+	}
+	if top.Name() == "tools" {
+		if fl := cmd.Flags().Lookup("backend"); fl == nil || fl.Value.String() == "local" {
+			return nil
+		}
+	}
+	loaded, err := f.loadConfig(nil)
+	if err != nil || loaded.Config.Sandbox.Backend != config.BackendKubernetes {
+		return nil
+	}
+	return &errdefs.ConfigError{Key: "sandbox.backend", Source: loaded.Sources["sandbox.backend"], Reason: errdefs.ErrUnsupported,
+		Msg: fmt.Sprintf("podbot %s does not run on the kubernetes backend yet (create, exec, ps, logs and rm do); use --backend engine for it", strings.TrimPrefix(cmd.CommandPath(), "podbot "))}
+}

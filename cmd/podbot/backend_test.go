@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// emptyConfig is PODBOT_CONFIG_PATH naming an empty config file.
+func emptyConfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "PODBOT_CONFIG_PATH=" + p
+}
+
+func TestBackendRefusesEngineOnlyCommands(t *testing.T) {
+	cfg := emptyConfig(t)
+	for _, args := range [][]string{
+		{"--backend", "kubernetes", "run"},
+		{"--backend", "kubernetes", "start", "x"},
+		{"--backend", "kubernetes", "prune"},
+		{"--backend", "kubernetes", "host"},
+	} {
+		code, _, errOut := run(t, []string{cfg}, args...)
+		if code != exitConfig || !strings.Contains(errOut, "sandbox.backend (from --backend)") || !strings.Contains(errOut, "kubernetes backend yet") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	code, _, errOut := run(t, []string{cfg, "PODBOT_SANDBOX_BACKEND=kubernetes"}, "tools", "call", "--backend", "container", "read_file")
+	if code != exitConfig || !strings.Contains(errOut, "PODBOT_SANDBOX_BACKEND") {
+		t.Errorf("tools on kubernetes: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = run(t, []string{cfg}, "--backend", "nope", "ps")
+	if code != exitConfig || !strings.Contains(errOut, "expected engine or kubernetes") {
+		t.Errorf("--backend nope: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestKubernetesExecRefusesEnvAndUser(t *testing.T) {
+	env := []string{emptyConfig(t), "KUBECONFIG=/nonexistent"}
+	for _, args := range [][]string{
+		{"--backend", "kubernetes", "exec", "-e", "K=V", "p", "--", "true"},
+		{"--backend", "kubernetes", "exec", "--agent-env", "p", "--", "true"},
+		{"--backend", "kubernetes", "exec", "-u", "0", "p", "--", "true"},
+		{"--backend", "kubernetes", "stop", "p"},
+		{"--backend", "kubernetes", "ps", "--size"},
+	} {
+		code, _, errOut := run(t, env, args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error", args, code, errOut)
+		}
+	}
+	code, _, errOut := run(t, env, "--backend", "kubernetes", "ps")
+	if code != exitConfig || !strings.Contains(errOut, "kubernetes.kubeconfig") {
+		t.Errorf("ps without a kubeconfig: exit %d, stderr %q", code, errOut)
+	}
+}

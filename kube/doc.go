@@ -1,0 +1,17 @@
+// Package kube runs podbot sandboxes as Pods through a Kubernetes API
+// server: the kubernetes backend beside the container engine.
+//
+// A sandbox is one hardened Pod built from a launch plan (BuildPod) plus a
+// NetworkPolicy of its own (BuildNetworkPolicy) that denies all ingress and,
+// for egress mode none, all egress. Every operation goes through the API
+// server with client-go: create and wait until Running (deleting what it
+// created when anything fails or the caller gives up), exec through the
+// pods/exec subresource (WebSocket, with SPDY as fallback), logs, delete
+// and list by label. Nothing reaches the node through a host path.
+//
+// Errors are *errdefs.ContainerError or *errdefs.ConfigError whose reason
+// names the cause: ErrConnectionFailed (API server unreachable), ErrAuth
+// (credentials rejected or expired), ErrPermissionDenied (RBAC forbids),
+// ErrNotFound, ErrUnsupported (a plan the backend cannot honour, such as
+// the privileged profile), ErrTimeout (a Pod not Running in time).
+package kube

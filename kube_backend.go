@@ -1,0 +1,70 @@
+package podbot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/kube"
+	"github.com/podbot/podbot/launchplan"
+)
+
+// CreateOnKubernetes is Create on the kubernetes backend: the same launch
+// request, normalized into the same plan, run as a hardened Pod with a
+// NetworkPolicy of its own (see package kube). The sandbox's main process
+// is opts.Command, or launchplan.DefaultInitCommand: the podbot-sidecar
+// binary is on the host and a Pod gets no host path. What the backend
+// cannot honour (the privileged profile, network.mode = "allowlist",
+// [[secrets]], host mounts, local_clone workspaces) is refused with an *errdefs.ConfigError. An
+// interrupted or failed Create leaves no Pod or NetworkPolicy behind.
+func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions) (CreateResult, error) {
+	if n := len(opts.Config.Secrets); n > 0 {
+		return CreateResult{}, &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
+			Msg: fmt.Sprintf("the %d [[secrets]] entries need the egress proxy's credential vault, which does not run on the kubernetes backend yet", n)}
+	}
+	if opts.LocalClone != nil {
+		return CreateResult{}, &errdefs.ConfigError{Key: "workspace.source", Reason: errdefs.ErrUnsupported,
+			Msg: "a local_clone workspace (--repo PATH) is copied in through the engine's copy API, which the kubernetes backend does not have yet; use --backend engine for it"}
+	}
+	opts.SidecarPath = ""
+	req, err := CreateRequest(engine.Endpoint{}, opts)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	plan, err := launchplan.Normalize(req)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	sb, err := kc.Create(ctx, plan)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	return CreateResult{ID: sb.UID, Name: sb.Name, Plan: plan}, nil
+}
+
+// KubeContainer shows a sandbox Pod as podbot's operator commands show a
+// container: State is the Pod's phase in lower case, Status the phase and
+// age (and why it waits or ended), Labels every podbot label.
+func KubeContainer(sb kube.Sandbox) Container {
+	labels := make(map[string]string, len(sb.Annotations)+len(sb.Labels))
+	for k, v := range sb.Annotations {
+		if strings.HasPrefix(k, launchplan.LabelPrefix) {
+			labels[k] = v
+		}
+	}
+	for k, v := range sb.Labels {
+		labels[k] = v
+	}
+	status := string(sb.Phase)
+	if !sb.Created.IsZero() {
+		status += " " + time.Since(sb.Created).Round(time.Second).String()
+	}
+	if sb.Reason != "" {
+		status += " (" + sb.Reason + ")"
+	}
+	return Container{ID: sb.UID, Name: sb.Name, Image: sb.Image, State: strings.ToLower(string(sb.Phase)),
+		Status: status, Created: sb.Created, Labels: labels}
+}
