@@ -15,6 +15,7 @@ import (
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/pool"
 	"github.com/podbot/podbot/sandbox"
 )
 
@@ -79,6 +80,14 @@ type CreateOptions struct {
 	LocalClone *LocalCloneOptions
 	// Redactor, when set, learns the real values of the [[secrets]].
 	Redactor *creds.Redactor
+	// Pool, when set, claims a ready member of this agent pool instead of
+	// creating a sandbox, and renames it to Name (see ClaimSandbox). The
+	// pool's template replaces the settings above except Name, Config,
+	// SidecarPath, Environ and Redactor.
+	Pool *pool.Spec
+	// PoolWait is how long a claim waits for a ready member before a cold
+	// create.
+	PoolWait time.Duration
 }
 
 // CreateResult describes a created, running sandbox.
@@ -87,8 +96,11 @@ type CreateResult struct {
 	ID string `json:"id"`
 	// Name is the container name.
 	Name string `json:"name"`
-	// Plan is the launch plan the container was created from.
+	// Plan is the launch plan the container was created from (empty for a
+	// claimed pool member).
 	Plan launchplan.Plan `json:"-"`
+	// Claim says how a claim from CreateOptions.Pool went.
+	Claim *ClaimReport `json:"claim,omitempty"`
 }
 
 // SandboxFromConfig maps the configuration's [sandbox] section to launch
@@ -223,7 +235,18 @@ func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, 
 // was cancelled meanwhile, or start fails, the container is force-removed on
 // a cleanup context and an error returned, so an interrupted Create never
 // leaves a container behind.
+//
+// With opts.Pool set, Create claims a ready member of that pool instead
+// (see claimSandbox).
 func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (res CreateResult, err error) {
+	if opts.Pool != nil {
+		return claimSandbox(ctx, conn, opts)
+	}
+	return create(ctx, conn, opts, nil)
+}
+
+// create is Create with podbot's own labels (a pool's) added to the plan.
+func create(ctx context.Context, conn *engine.Conn, opts CreateOptions, reserved map[string]string) (res CreateResult, err error) {
 	req, err := CreateRequest(conn.Endpoint(), opts)
 	if err != nil {
 		return CreateResult{}, err
@@ -231,6 +254,9 @@ func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (res Cre
 	plan, err := launchplan.Normalize(req)
 	if err != nil {
 		return CreateResult{}, err
+	}
+	for k, v := range reserved {
+		plan.Labels[k] = v
 	}
 	var lcs *localCloneSetup
 	if opts.LocalClone != nil {

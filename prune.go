@@ -3,8 +3,11 @@ package podbot
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/filters"
@@ -14,6 +17,9 @@ import (
 	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/pool"
+	"github.com/podbot/podbot/sandbox"
 )
 
 // createdGrace keeps Prune away from a container another podbot is still
@@ -29,6 +35,10 @@ type PruneOptions struct {
 	// its egress root for directories of this engine's sandboxes whose
 	// sandbox and proxy are both gone.
 	RuntimeDir string
+	// ToolsWorkspaceRoot, when set, is scanned for the directories of
+	// tools pool members whose container is gone (a refiller that died
+	// between making the directory and the container).
+	ToolsWorkspaceRoot string
 }
 
 // PrunedImage is one dangling image Prune removed (or would remove).
@@ -53,16 +63,21 @@ type PruneResult struct {
 	EgressDirs []string `json:"egress_dirs"`
 	// Images are dangling (untagged) images built by podbot.
 	Images []PrunedImage `json:"images"`
+	// PoolDirs are the directories of tools pool members whose container
+	// was gone.
+	PoolDirs []string `json:"pool_dirs"`
 }
 
 // Prune removes podbot's stopped containers (exited, dead, or created and
 // never started for over a minute; a tool session's sidecar link
-// directory with its container) and dangling images podbot built (label
+// directory with its container), half-made pool members (running but
+// never parked for over a minute: their refiller died; a ready member is
+// paused and left alone) and dangling images podbot built (label
 // podbot.image.content). Running containers and other images are never
 // touched. A failed removal does not stop the others; the failures are
 // returned joined, with the result listing only what was removed.
 func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResult, error) {
-	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{}, EgressDirs: []string{}}
+	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{}, EgressDirs: []string{}, PoolDirs: []string{}}
 	all, err := List(ctx, conn, ListOptions{All: true})
 	if err != nil {
 		return res, err
@@ -70,7 +85,16 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 	var errs []error
 	now := time.Now()
 	for _, c := range all {
+		member := memberID(c.Labels[launchplan.LabelPool], c.Name) != ""
+		force := false
 		switch c.State {
+		case "running":
+			// A member made ahead is parked (paused) within seconds; one
+			// still running after the grace was left half-made.
+			if !member || now.Sub(c.Created) < createdGrace {
+				continue
+			}
+			force = true
 		case "exited", "dead", "stopped":
 		case "created", "configured":
 			if now.Sub(c.Created) < createdGrace {
@@ -84,12 +108,17 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 			if info, err := conn.Inspect(ctx, c.ID, false); err == nil {
 				link = sidecarLinkDirOf(info)
 			}
-			if err := conn.Remove(ctx, c.ID, false); err != nil {
+			if err := conn.Remove(ctx, c.ID, force); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			if err := removeSidecarLink(link); err != nil {
 				errs = append(errs, err)
+			}
+			if member {
+				if err := removeMemberDir(pool.Member{Pool: c.Labels[launchplan.LabelPool], Name: c.Name, Dir: c.Labels[launchplan.LabelPoolDir]}); err != nil {
+					errs = append(errs, err)
+				}
 			}
 			if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
 				if err := removeEgress(ctx, conn, c.Name, c.Labels[LabelEgressDir]); err != nil {
@@ -98,6 +127,9 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 			}
 		}
 		res.Containers = append(res.Containers, c)
+	}
+	if err := prunePoolDirs(ctx, conn, opts, &res); err != nil {
+		errs = append(errs, err)
 	}
 	if err := pruneEgress(ctx, conn, opts, &res); err != nil {
 		errs = append(errs, err)
@@ -228,4 +260,47 @@ func pruneEgressDirs(ctx context.Context, conn *engine.Conn, opts PruneOptions, 
 func gone(ctx context.Context, conn *engine.Conn, name string) bool {
 	_, err := conn.Inspect(ctx, name, false)
 	return errors.Is(err, errdefs.ErrNotFound)
+}
+
+// prunePoolDirs removes the directories under opts.ToolsWorkspaceRoot
+// named like a tools pool member's (pool-<pool>-<id>), older than
+// createdGrace, whose member container does not exist.
+func prunePoolDirs(ctx context.Context, conn *engine.Conn, opts PruneOptions, res *PruneResult) error {
+	if opts.ToolsWorkspaceRoot == "" {
+		return nil
+	}
+	ents, err := os.ReadDir(opts.ToolsWorkspaceRoot)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &errdefs.FilesystemError{Op: "list tool workspaces", Path: opts.ToolsWorkspaceRoot, Err: err}
+	}
+	var errs []error
+	for i, e := range ents {
+		if i == maxEgressScan {
+			break
+		}
+		rest, ok := strings.CutPrefix(e.Name(), sandbox.MemberDirPrefix)
+		if !ok || !e.IsDir() || len(rest) < 14 || rest[len(rest)-13] != '-' {
+			continue
+		}
+		poolName, id := rest[:len(rest)-13], rest[len(rest)-12:]
+		if pool.ValidName(poolName) != nil || !memberIDPattern.MatchString(id) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < createdGrace || !gone(ctx, conn, MemberName(poolName, id)) {
+			continue
+		}
+		m := pool.Member{Pool: poolName, Name: MemberName(poolName, id), Dir: filepath.Join(opts.ToolsWorkspaceRoot, e.Name())}
+		if !opts.DryRun {
+			if err := removeMemberDir(m); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		res.PoolDirs = append(res.PoolDirs, m.Dir)
+	}
+	return errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/sandbox"
 	"github.com/podbot/podbot/sidecarsock"
 )
 
@@ -31,13 +32,15 @@ func sidecarLinkDirOf(info container.InspectResponse) string {
 // removeSidecarLink removes a removed container's link directory (its
 // socket, and a key the sidecar never took) and podbot's copy of the key
 // beside it, leaving the session's workspace alone. dir must look like
-// one podbot made: <tools root>/session-<id>/sidecar, a real directory.
+// one podbot made: <tools root>/session-<id>/sidecar (or pool-<pool>-<id>/
+// sidecar, a pool member's, claimed or not), a real directory.
 func removeSidecarLink(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	parent := filepath.Dir(dir)
-	if !filepath.IsAbs(dir) || filepath.Base(dir) != sidecarsock.LinkDirName || !strings.HasPrefix(filepath.Base(parent), toolSessionDirPrefix) {
+	parent := filepath.Base(filepath.Dir(dir))
+	if !filepath.IsAbs(dir) || filepath.Base(dir) != sidecarsock.LinkDirName ||
+		!strings.HasPrefix(parent, toolSessionDirPrefix) && !strings.HasPrefix(parent, sandbox.MemberDirPrefix) {
 		return &errdefs.FilesystemError{Op: "remove sidecar link directory", Path: dir, Reason: errdefs.ErrRefused,
 			Msg: "not a tool session's link directory; left in place"}
 	}
@@ -50,7 +53,7 @@ func removeSidecarLink(dir string) error {
 			Msg: "not a directory; left in place", Err: err}
 	}
 	errs := []error{os.RemoveAll(dir)}
-	if err := os.Remove(filepath.Join(parent, sidecarsock.HostKeyName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(filepath.Join(filepath.Dir(dir), sidecarsock.HostKeyName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

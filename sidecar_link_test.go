@@ -10,33 +10,37 @@ import (
 	"github.com/podbot/podbot/sidecarsock"
 )
 
+// TestRemoveSidecarLink: the link directory and the host's key go, the
+// workspace stays, for a session's directory and a pool member's.
 func TestRemoveSidecarLink(t *testing.T) {
-	session := filepath.Join(t.TempDir(), "session-abc")
-	link := filepath.Join(session, sidecarsock.LinkDirName)
-	ws := filepath.Join(session, "workspace")
-	for _, d := range []string{link, ws} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	for _, name := range []string{"session-abc", "pool-p-0123456789ab"} {
+		session := filepath.Join(t.TempDir(), name)
+		link := filepath.Join(session, sidecarsock.LinkDirName)
+		ws := filepath.Join(session, "workspace")
+		for _, d := range []string{link, ws} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, f := range []string{filepath.Join(link, "tools.sock"), filepath.Join(session, sidecarsock.HostKeyName), filepath.Join(ws, "keep")} {
+			if err := os.WriteFile(f, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := removeSidecarLink(link); err != nil {
 			t.Fatal(err)
 		}
-	}
-	for _, f := range []string{filepath.Join(link, "tools.sock"), filepath.Join(session, sidecarsock.HostKeyName), filepath.Join(ws, "keep")} {
-		if err := os.WriteFile(f, nil, 0o600); err != nil {
-			t.Fatal(err)
+		for _, gone := range []string{link, filepath.Join(session, sidecarsock.HostKeyName)} {
+			if _, err := os.Lstat(gone); !os.IsNotExist(err) {
+				t.Errorf("%s survived: %v", gone, err)
+			}
 		}
-	}
-	if err := removeSidecarLink(link); err != nil {
-		t.Fatal(err)
-	}
-	for _, gone := range []string{link, filepath.Join(session, sidecarsock.HostKeyName)} {
-		if _, err := os.Lstat(gone); !os.IsNotExist(err) {
-			t.Errorf("%s survived: %v", gone, err)
+		if _, err := os.Stat(filepath.Join(ws, "keep")); err != nil {
+			t.Errorf("%s: the workspace was touched: %v", name, err)
 		}
-	}
-	if _, err := os.Stat(filepath.Join(ws, "keep")); err != nil {
-		t.Errorf("the workspace was touched: %v", err)
-	}
-	if err := removeSidecarLink(link); err != nil {
-		t.Errorf("removing it again: %v", err)
+		if err := removeSidecarLink(link); err != nil {
+			t.Errorf("%s: removing it again: %v", name, err)
+		}
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/pool"
 	"github.com/podbot/podbot/sandbox"
 	"github.com/podbot/podbot/tools"
 )
@@ -58,6 +60,15 @@ type ToolSessionOptions struct {
 	Redactor *creds.Redactor
 	// Logger receives diagnostics.
 	Logger *slog.Logger
+	// Pool, when set, claims a ready member of this warm pool (container
+	// backend only): the session starts on it at once. An empty pool
+	// falls back to a cold session made from the pool's template, after
+	// waiting up to PoolWait for a member when that is positive.
+	Pool *pool.Spec
+	// PoolWait is how long a claim waits for a ready member.
+	PoolWait time.Duration
+	// OnClaim, when set, learns how a Pool claim went.
+	OnClaim func(ClaimReport)
 	// SidecarLink is sandbox.SidecarLinkAuto (default: the sidecar's unix
 	// socket where podbot can give the sandbox one, else an exec stream)
 	// or sandbox.SidecarLinkExec.
@@ -115,13 +126,21 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 		return nil, err
 	}
 	if backend == ToolBackendUnsafeLocal {
+		if opts.Pool != nil {
+			return nil, &errdefs.ConfigError{Key: "backend", Reason: errdefs.ErrConflict,
+				Msg: "warm pools hold containers; the unsafe local backend cannot claim from pool " + opts.Pool.Name}
+		}
 		l, err := sandbox.NewUnsafeLocal(ctx, sandbox.LocalOptions{Options: common})
 		if err != nil {
 			return nil, err
 		}
 		return l, nil
 	}
-	c, err := sandbox.NewContainer(ctx, conn, containerOptions(conn, opts, common))
+	copts := containerOptions(conn, opts, common)
+	if opts.Pool != nil {
+		return claimToolSession(ctx, conn, opts, copts)
+	}
+	c, err := sandbox.NewContainer(ctx, conn, copts)
 	if err != nil {
 		return nil, err
 	}
@@ -144,9 +163,15 @@ func toolsFirstSet(vals ...string) string {
 	return ""
 }
 
-// containerOptions are the container backend's options for opts.
+// containerOptions maps the configuration's [tools] section, opts'
+// overrides and opts.Pool's template to the container backend's options.
+// Pool members are made from the same options, so a claimed member and a
+// cold session get the same plan.
 func containerOptions(conn *engine.Conn, opts ToolSessionOptions, common sandbox.Options) sandbox.ContainerOptions {
 	t := opts.Config.Tools
+	if opts.Pool != nil {
+		applyToolsTemplate(&t, *opts.Pool)
+	}
 	unlimitedIfZero := func(v int64) int64 {
 		if v == 0 {
 			return -1

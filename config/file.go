@@ -75,11 +75,14 @@ func fileError(path, via string, err error) error {
 // The [[secrets]] array of tables, which the key table cannot hold, comes
 // back decoded in secrets (nil when the file has none); its lines are in
 // the returned map as "secrets[i]" and "secrets[i].field".
-func decodeFile(path string, data []byte, defs map[string]keyDef, known []string) (map[string]any, map[string]int, []Secret, error) {
+//
+// The [[pools]] array comes back decoded in fileArrays.pools.
+func decodeFile(path string, data []byte, defs map[string]keyDef, known []string) (map[string]any, map[string]int, fileArrays, error) {
 	k := koanf.New(".")
 	lines, dup := keyLines(data)
+	var arrays fileArrays
 	if err := k.Load(bytesProvider(data), toml.Parser()); err != nil {
-		return nil, nil, nil, parseError(path, err, dup, lines[dup])
+		return nil, nil, arrays, parseError(path, err, dup, lines[dup])
 	}
 	var secrets []Secret
 	flat := k.All()
@@ -95,12 +98,23 @@ func decodeFile(path string, data []byte, defs map[string]keyDef, known []string
 		if key == SecretsKey {
 			var err error
 			if secrets, err = decodeSecrets(flat[key], func(k string) string { return withLine(path, lineOf(lines, k)) }); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, arrays, err
 			}
 			continue
 		}
+		if key == PoolsKey {
+			var err error
+			if arrays.pools, err = decodePools(flat[key], func(k string) string { return withLine(path, lineOf(lines, k)) }); err != nil {
+				return nil, nil, arrays, err
+			}
+			continue
+		}
+		if strings.HasPrefix(key, PoolsKey+".") {
+			return nil, nil, arrays, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue,
+				Msg: "pools is an array of tables: write each pool under [[pools]], not [pools]"}
+		}
 		if strings.HasPrefix(key, SecretsKey+".") {
-			return nil, nil, nil, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue,
+			return nil, nil, arrays, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue,
 				Msg: "secrets is an array of tables: write each secret under [[secrets]], not [secrets]"}
 		}
 		if parent := knownPrefix(key, known); parent != "" && defs[parent].typ == TypeMap {
@@ -112,18 +126,18 @@ func decodeFile(path string, data []byte, defs map[string]keyDef, known []string
 		}
 		d, ok := defs[key]
 		if !ok {
-			return nil, nil, nil, unknownFileKey(key, src, known)
+			return nil, nil, arrays, unknownFileKey(key, src, known)
 		}
 		v, err := fromTOML(d.typ, flat[key])
 		if err != nil {
-			return nil, nil, nil, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+			return nil, nil, arrays, &errdefs.ConfigError{Key: key, Source: src, Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
 		out[key] = v
 	}
 	for key, table := range tables {
 		v, err := fromTOML(TypeMap, table)
 		if err != nil {
-			return nil, nil, nil, &errdefs.ConfigError{Key: key, Source: withLine(path, lineOf(lines, key)), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+			return nil, nil, arrays, &errdefs.ConfigError{Key: key, Source: withLine(path, lineOf(lines, key)), Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
 		}
 		out[key] = v
 	}
@@ -139,7 +153,15 @@ func decodeFile(path string, data []byte, defs map[string]keyDef, known []string
 			}
 		}
 	}
-	return out, keyLine, secrets, nil
+	arrays.secrets = secrets
+	return out, keyLine, arrays, nil
+}
+
+// fileArrays are the arrays of tables of a configuration file, which the
+// key table cannot hold.
+type fileArrays struct {
+	secrets []Secret
+	pools   []PoolDecl
 }
 
 func unknownFileKey(key, src string, known []string) error {

@@ -135,6 +135,9 @@ func keyTable() []keyDef {
 		{"tools.read_only_rootfs", TypeBool, false, true, "Read-only root filesystem for tool sessions (/workspace stays writable).", func(c *Config) any { return &c.Tools.ReadOnlyRootfs }},
 		{"tools.idle_timeout", TypeDuration, false, 15 * time.Minute, "Remove a tool-session container idle this long. 0: never.", func(c *Config) any { return &c.Tools.IdleTimeout }},
 		{"tools.max_uptime", TypeDuration, false, time.Duration(0), "Remove a tool-session container this long after it started. 0: no limit.", func(c *Config) any { return &c.Tools.MaxUptime }},
+		{"pool.state_dir", TypeString, false, "", "Absolute host directory of warm-pool definitions and statuses. Empty: $XDG_STATE_HOME/podbot/pools, else ~/.local/state/podbot/pools.", func(c *Config) any { return &c.Pool.StateDir }},
+		{"pool.max_age", TypeDuration, false, time.Hour, "Replace a ready pool member older than this (podbot pool serve). 0: never.", func(c *Config) any { return &c.Pool.MaxAge }},
+		{"pool.refill_interval", TypeDuration, false, time.Second, "How often podbot pool serve checks every pool (ready count, stopped and over-age members).", func(c *Config) any { return &c.Pool.RefillInterval }},
 		{"tools.allowed_host_roots", TypeList, false, []string{}, "Host directories that may be copied into a tool-session workspace.", func(c *Config) any { return &c.Tools.AllowedHostRoots }},
 
 		{"kubernetes.kubeconfig", TypeString, false, "", "Kubeconfig file of the kubernetes backend. Empty: client-go's loading rules ($KUBECONFIG, ~/.kube/config, then the in-cluster service account).", func(c *Config) any { return &c.Kubernetes.Kubeconfig }},

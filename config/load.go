@@ -136,15 +136,18 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	}
 	l.Searched = searched
 	var secrets []Secret
+	var pools []PoolDecl
 	if path != "" {
 		data, err := readFile(path, via)
 		if err != nil {
 			return nil, err
 		}
-		values, lines, fileSecrets, err := decodeFile(path, data, byKey, known)
+		values, lines, arrays, err := decodeFile(path, data, byKey, known)
 		if err != nil {
 			return nil, err
 		}
+		fileSecrets := arrays.secrets
+		pools = arrays.pools
 		l.Files = append(l.Files, path)
 		l.fileLines = lines
 		if fileSecrets != nil {
@@ -179,6 +182,7 @@ func Load(opts LoadOptions) (*Loaded, error) {
 		}
 	}
 	l.Config.Secrets = secrets
+	l.Config.Pools = pools
 	if err := l.Config.Validate(); err != nil {
 		return nil, l.withSources(err)
 	}

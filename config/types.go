@@ -20,6 +20,7 @@ type Config struct {
 	Agent     Agent
 	ACP       ACP
 	Tools     Tools
+	Pool      Pool
 	// Kubernetes configures the Kubernetes backend ([kubernetes]), used
 	// when Sandbox.Backend is BackendKubernetes.
 	Kubernetes Kubernetes
@@ -27,6 +28,9 @@ type Config struct {
 	// Secrets are the credential vault's entries ([[secrets]] in the
 	// config file only; no environment variable or flag sets them).
 	Secrets []Secret
+	// Pools are warm pools declared in the config file ([[pools]]); podbot
+	// pool serve keeps them at size beside those podbot pool create made.
+	Pools []PoolDecl
 }
 
 // GitHub configures the GitHub App that mints installation tokens.
@@ -324,4 +328,17 @@ type Tools struct {
 	// AllowedHostRoots are the host directories that may hydrate a session
 	// workspace (tools.allowed_host_roots).
 	AllowedHostRoots []string
+}
+
+// Pool configures warm pools (podbot pool).
+type Pool struct {
+	// StateDir holds pool definitions and statuses (pool.state_dir); empty
+	// means $XDG_STATE_HOME/podbot/pools, else ~/.local/state/podbot/pools.
+	StateDir string
+	// MaxAge replaces ready members older than this; 0 keeps them
+	// (pool.max_age).
+	MaxAge time.Duration
+	// RefillInterval is how often podbot pool serve checks every pool
+	// (pool.refill_interval).
+	RefillInterval time.Duration
 }

@@ -77,6 +77,7 @@ func (c Config) Validate() error {
 		v.add("acp.max_frame_bytes", errdefs.ErrInvalidValue, "got %s; expected between 1k and 1g", c.ACP.MaxFrameBytes)
 	}
 	c.Tools.validate(&v)
+	c.Pool.validate(&v)
 	c.Kubernetes.validate(&v)
 	c.validateSecrets(&v)
 	return v.err()
@@ -428,6 +429,18 @@ func (a Agent) validate(v *validator) {
 		if !slices.Contains(a.EnvAllowlist, name) {
 			v.add("agent.env_required", errdefs.ErrConflict, "%s is required but not in agent.env_allowlist; add it there too", name)
 		}
+	}
+}
+
+func (p Pool) validate(v *validator) {
+	if p.StateDir != "" && !filepath.IsAbs(p.StateDir) {
+		v.add("pool.state_dir", errdefs.ErrInvalidValue, "got %q; expected an absolute path", p.StateDir)
+	}
+	if p.MaxAge < 0 {
+		v.add("pool.max_age", errdefs.ErrInvalidValue, "got %s; expected 0 (never) or a positive duration", p.MaxAge)
+	}
+	if p.RefillInterval < 100*time.Millisecond || p.RefillInterval > time.Hour {
+		v.add("pool.refill_interval", errdefs.ErrInvalidValue, "got %s; expected between 100ms and 1h", p.RefillInterval)
 	}
 }
 

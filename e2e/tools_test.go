@@ -190,65 +190,70 @@ func TestToolsHostileInputsInContainer(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		s, _ := toolSession(t, ctx, e, func(c *config.Config) { c.Tools.PidsLimit = 64 }, nil)
+		checkHostileInputs(t, ctx, s)
+	})
+}
 
-		t.Run("fork bomb is contained and the session survives", func(t *testing.T) {
-			res, err := shellCall(ctx, s, 5, "sh", "-c", `f() { f | f & }; f; sleep 10`)
-			if err != nil {
-				t.Fatalf("fork bomb call: %v", err)
+// checkHostileInputs runs the hostile-input cases against session s (a
+// cold one or one claimed from a pool), whose pids limit is 64.
+func checkHostileInputs(t *testing.T, ctx context.Context, s podbot.ToolSession) {
+	t.Run("fork bomb is contained and the session survives", func(t *testing.T) {
+		res, err := shellCall(ctx, s, 5, "sh", "-c", `f() { f | f & }; f; sleep 10`)
+		if err != nil {
+			t.Fatalf("fork bomb call: %v", err)
+		}
+		if res.ExitCode == 0 {
+			t.Errorf("fork bomb reported success: %+v", res)
+		}
+		after, err := shellCall(ctx, s, 0, "echo", "alive")
+		if err != nil || after.Stdout != "alive\n" {
+			t.Fatalf("session did not survive the fork bomb: %+v, %v", after, err)
+		}
+	})
+	t.Run("symlinks to /etc and to host paths are refused", func(t *testing.T) {
+		info := s.Info()
+		for _, target := range []string{"/etc", info.WorkspaceDir, "/"} {
+			name := "link" + fmt.Sprint(len(target))
+			if _, err := shellCall(ctx, s, 0, "ln", "-s", target, name); err != nil {
+				t.Fatal(err)
 			}
-			if res.ExitCode == 0 {
-				t.Errorf("fork bomb reported success: %+v", res)
+			_, err := s.Call(ctx, tools.ReadFileTool, json.RawMessage(fmt.Sprintf(`{"file_path":"%s/passwd"}`, name)))
+			if err == nil || !strings.Contains(err.Error(), "outside") && !strings.Contains(err.Error(), "not") {
+				t.Errorf("read through a symlink to %s: %v", target, err)
 			}
-			after, err := shellCall(ctx, s, 0, "echo", "alive")
-			if err != nil || after.Stdout != "alive\n" {
-				t.Fatalf("session did not survive the fork bomb: %+v, %v", after, err)
+		}
+	})
+	t.Run("a FIFO the agent made answers at once instead of blocking", func(t *testing.T) {
+		if res, err := shellCall(ctx, s, 0, "mkfifo", "trap"); err != nil || res.ExitCode != 0 {
+			t.Fatalf("mkfifo: %+v, %v", res, err)
+		}
+		for _, call := range []struct {
+			tool string
+			args string
+		}{
+			{tools.ReadFileTool, `{"file_path":"trap"}`},
+			{tools.EditFileTool, `{"file_path":"trap","old_string":"a","new_string":"b"}`},
+		} {
+			cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+			_, err := s.Call(cctx, call.tool, json.RawMessage(call.args))
+			ccancel()
+			if err == nil || !strings.Contains(err.Error(), "fifo") {
+				t.Errorf("%s on a FIFO: %v, want a refusal naming the fifo", call.tool, err)
 			}
-		})
-		t.Run("symlinks to /etc and to host paths are refused", func(t *testing.T) {
-			info := s.Info()
-			for _, target := range []string{"/etc", info.WorkspaceDir, "/"} {
-				name := "link" + fmt.Sprint(len(target))
-				if _, err := shellCall(ctx, s, 0, "ln", "-s", target, name); err != nil {
-					t.Fatal(err)
-				}
-				_, err := s.Call(ctx, tools.ReadFileTool, json.RawMessage(fmt.Sprintf(`{"file_path":"%s/passwd"}`, name)))
-				if err == nil || !strings.Contains(err.Error(), "outside") && !strings.Contains(err.Error(), "not") {
-					t.Errorf("read through a symlink to %s: %v", target, err)
-				}
-			}
-		})
-		t.Run("a FIFO the agent made answers at once instead of blocking", func(t *testing.T) {
-			if res, err := shellCall(ctx, s, 0, "mkfifo", "trap"); err != nil || res.ExitCode != 0 {
-				t.Fatalf("mkfifo: %+v, %v", res, err)
-			}
-			for _, call := range []struct {
-				tool string
-				args string
-			}{
-				{tools.ReadFileTool, `{"file_path":"trap"}`},
-				{tools.EditFileTool, `{"file_path":"trap","old_string":"a","new_string":"b"}`},
-			} {
-				cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
-				_, err := s.Call(cctx, call.tool, json.RawMessage(call.args))
-				ccancel()
-				if err == nil || !strings.Contains(err.Error(), "fifo") {
-					t.Errorf("%s on a FIFO: %v, want a refusal naming the fifo", call.tool, err)
-				}
-			}
-			if after, err := shellCall(ctx, s, 0, "echo", "alive"); err != nil || after.Stdout != "alive\n" {
-				t.Fatalf("session after the FIFO: %+v, %v", after, err)
-			}
-		})
-		t.Run("root filesystem is read-only and the network is off", func(t *testing.T) {
-			res, err := shellCall(ctx, s, 0, "touch", "/etc/x")
-			if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stderr, "Read-only file system") {
-				t.Errorf("read-only root: %+v, %v", res, err)
-			}
-			res, err = shellCall(ctx, s, 0, "ls", "/sys/class/net")
-			if err != nil || res.Stdout != "lo\n" {
-				t.Errorf("network interfaces: %+v, %v (want only lo)", res, err)
-			}
-		})
+		}
+		if after, err := shellCall(ctx, s, 0, "echo", "alive"); err != nil || after.Stdout != "alive\n" {
+			t.Fatalf("session after the FIFO: %+v, %v", after, err)
+		}
+	})
+	t.Run("root filesystem is read-only and the network is off", func(t *testing.T) {
+		res, err := shellCall(ctx, s, 0, "touch", "/etc/x")
+		if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stderr, "Read-only file system") {
+			t.Errorf("read-only root: %+v, %v", res, err)
+		}
+		res, err = shellCall(ctx, s, 0, "ls", "/sys/class/net")
+		if err != nil || res.Stdout != "lo\n" {
+			t.Errorf("network interfaces: %+v, %v (want only lo)", res, err)
+		}
 	})
 }
 

@@ -15,6 +15,13 @@ const (
 	LabelIntent    = "podbot.intent"
 	LabelAgentKind = "podbot.agent.kind"
 	LabelSession   = "podbot.session"
+	// LabelPool names the warm pool a container was made for. It stays
+	// after the member is claimed (engines cannot change labels); a
+	// member's name tells whether it is still the pool's (see package pool).
+	LabelPool = "podbot.pool"
+	// LabelPoolDir is the host directory a tools pool member was made with
+	// (its workspace's parent).
+	LabelPoolDir = "podbot.pool.dir"
 	// LabelGitHubToken is "true" on a container whose token directory is
 	// mounted (WithTokenMount): podbot token-daemon keeps its token fresh.
 	LabelGitHubToken = "podbot.github_token"

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 	"github.com/podbot/podbot/tools"
 )
@@ -48,6 +49,7 @@ type Container struct {
 	closed      bool
 	shared      bool // workspace permissions opened to the container user
 	link        *sessionLink
+	member      *memberStart // set while a pool member is made
 	generation  int
 	recreations int
 
@@ -77,10 +79,13 @@ func NewContainer(ctx context.Context, conn *engine.Conn, opts ContainerOptions)
 	if err != nil {
 		return nil, err
 	}
-	return newContainer(ctx, rt, opts, "")
+	return newContainer(ctx, rt, opts, sessionPrefix, "")
 }
 
-func newContainer(_ context.Context, rt runtime, opts ContainerOptions, cloneFrom string) (*Container, error) {
+// newContainer makes a session directory <root>/<prefix><id> for a new
+// session of opts: a copy of cloneFrom's tree, else hydrated from
+// opts.Mounts.
+func newContainer(_ context.Context, rt runtime, opts ContainerOptions, prefix, cloneFrom string) (*Container, error) {
 	c, err := newCommon(BackendContainer, opts.Options)
 	if err != nil {
 		return nil, err
@@ -91,7 +96,7 @@ func newContainer(_ context.Context, rt runtime, opts ContainerOptions, cloneFro
 			return nil, err
 		}
 	}
-	dir, ws, err := makeSessionDir(root, sessionPrefix, c.id)
+	dir, ws, err := makeSessionDir(root, prefix, c.id)
 	if err != nil {
 		return nil, err
 	}
@@ -233,55 +238,63 @@ func (s *Container) recoverLocked(ctx context.Context) error {
 	return nil
 }
 
-// reconnectLocked connects anew to old's container: over its socket if it
-// has one (which answering proves the container runs), else, if the engine
-// says it still runs, over a new exec. It reports whether it connected.
+// reconnectLocked connects anew to old's container (connectLocked) and
+// reports whether it did.
 func (s *Container) reconnectLocked(ctx, rctx context.Context, old *live) bool {
-	var st *stream
-	var link string
-	var err error
-	if s.link != nil {
-		st, link, err = s.connectStream(rctx, old.id, old.name, false)
-	} else {
-		var running bool
-		if running, err = s.rt.running(rctx, old.id); err == nil && !running {
-			return false
-		}
-		if err == nil {
-			st, link, err = s.connectStream(rctx, old.id, old.name, false)
-		}
-	}
+	err := s.connectLocked(ctx, rctx, old)
 	if err == nil {
-		var cs *mcp.ClientSession
-		if cs, err = connectSidecar(ctx, st, s.copts.Version, old.name); err == nil {
-			s.cur = &live{id: old.id, name: old.name, cpus: old.cpus, link: link, st: st, cs: cs, startedAt: old.startedAt}
-			s.armTimersLocked(s.cur)
-			s.lifecycle(EventReconnected, old.name, 0)
-			return true
+		s.lifecycle(EventReconnected, old.name, 0)
+		return true
+	}
+	if !errors.Is(err, errdefs.ErrNotFound) {
+		s.logger.Warn("cannot reattach to the running sandbox; recreating it", "container", old.name, "error", err)
+	}
+	return false
+}
+
+// connectLocked connects to old's running container and makes it the
+// current one, its timers armed: over its socket if the session has one
+// (which answering proves the container runs), else, if the engine says
+// it still runs, over a new exec. A container that no longer runs is an
+// error matching errdefs.ErrNotFound.
+func (s *Container) connectLocked(ctx, rctx context.Context, old *live) error {
+	if s.link == nil {
+		running, err := s.rt.running(rctx, old.id)
+		if err != nil {
+			return err
+		}
+		if !running {
+			return &errdefs.ContainerError{Op: "reattach", Container: old.name, Reason: errdefs.ErrNotFound, Msg: "the container no longer runs"}
 		}
 	}
-	s.logger.Warn("cannot reattach to the running sandbox; recreating it", "container", old.name, "error", err)
-	return false
+	st, link, err := s.connectStream(rctx, old.id, old.name, false)
+	if err != nil {
+		return err
+	}
+	cs, err := connectSidecar(ctx, st, s.copts.Version, old.name)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	s.cur = &live{id: old.id, name: old.name, cpus: old.cpus, link: link, st: st, cs: cs, startedAt: old.startedAt}
+	s.armTimersLocked(s.cur)
+	return nil
 }
 
 // startLocked creates and starts a container and connects to its sidecar.
 func (s *Container) startLocked(ctx context.Context, afterFailure bool) error {
 	t0 := s.now()
-	if !s.shared {
-		user := s.copts.User
-		if user == "" {
-			user = launchplan.ToolsUser
-		}
-		if err := shareWith(s.ws, user); err != nil {
-			return err
-		}
-		s.shared = true
+	if err := s.shareLocked(); err != nil {
+		return err
 	}
 	s.generation++
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
-	linkDir := s.prepareLinkLocked()
-	sc, err := s.rt.start(dctx, containerSpec{sessionID: s.id, name: s.containerName(), workspaceDir: s.ws, linkDir: linkDir})
+	spec := containerSpec{sessionID: s.id, name: s.containerName(), workspaceDir: s.ws, linkDir: s.prepareLinkLocked()}
+	if m := s.member; m != nil {
+		spec.name, spec.labels = m.name, m.labels
+	}
+	sc, err := s.rt.start(dctx, spec)
 	if err != nil {
 		return err
 	}
@@ -313,14 +326,34 @@ func (s *Container) startLocked(ctx context.Context, afterFailure bool) error {
 	return nil
 }
 
+// shareLocked opens the workspace tree to the container user, once.
+func (s *Container) shareLocked() error {
+	if s.shared {
+		return nil
+	}
+	user := s.copts.User
+	if user == "" {
+		user = launchplan.ToolsUser
+	}
+	if err := shareWith(s.ws, user); err != nil {
+		return err
+	}
+	s.shared = true
+	return nil
+}
+
 // containerName is unique per session and generation, so a recreated
 // container never collides with one the engine is still removing.
-func (s *Container) containerName() string {
-	short := strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(s.id))
+func (s *Container) containerName() string { return ContainerName(s.id, s.generation) }
+
+// ContainerName is the name of a tool session's container: unique per
+// session id and generation (1 for the first container).
+func ContainerName(sessionID string, generation int) string {
+	short := strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(sessionID))
 	if len(short) > 12 {
 		short = short[:12]
 	}
-	return fmt.Sprintf("podbot-tools-%s-%d", short, s.generation)
+	return fmt.Sprintf("podbot-tools-%s-%d", short, generation)
 }
 
 // armTimersLocked starts the idle and uptime timers of a new container.
@@ -418,7 +451,7 @@ func (s *Container) Clone(ctx context.Context) (Session, error) {
 	}
 	opts := s.copts
 	opts.ID = ""
-	return newContainer(ctx, s.rt, opts, s.ws)
+	return newContainer(ctx, s.rt, opts, sessionPrefix, s.ws)
 }
 
 // Close removes the container and the workspace directory.

@@ -117,6 +117,9 @@ func (r *engineRuntime) plan(spec containerSpec, cpus string) (launchplan.Plan, 
 	if err != nil {
 		return plan, err
 	}
+	for k, v := range spec.labels {
+		plan.Labels[k] = v
+	}
 	err = plan.Apply(WithSidecarMount(r.sidecar), withExecTmp(*ro), launchplan.WithCPUSet(cpus), withLinkMount(spec.linkDir))
 	return plan, err
 }

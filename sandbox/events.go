@@ -30,6 +30,9 @@ const (
 	EventStopped = "stopped"
 	// EventClosed reports the session closed and its workspace removed.
 	EventClosed = "closed"
+	// EventClaimed reports a session that took a ready container from a
+	// warm pool instead of creating one.
+	EventClaimed = "claimed"
 )
 
 // maxEventString bounds each string in an event's parameters.

@@ -22,6 +22,7 @@ type fakeRuntime struct {
 	n          int
 	containers map[string]*fakeContainer
 	starts     int
+	specs      []containerSpec
 	attaches   int
 	removed    []string
 	// withLink makes containers serve on their link directory's socket,
@@ -45,6 +46,7 @@ func (f *fakeRuntime) start(_ context.Context, spec containerSpec) (startedConta
 	defer f.mu.Unlock()
 	f.n++
 	f.starts++
+	f.specs = append(f.specs, spec)
 	c := &fakeContainer{id: fmt.Sprintf("c%d", f.n), name: spec.name, dir: spec.workspaceDir, running: true}
 	f.containers[c.id] = c
 	if spec.linkDir != "" && !f.silentLink {

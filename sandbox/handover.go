@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +55,8 @@ func (s *Container) Release() (Running, bool) {
 
 // AdoptContainer returns a session for a running container that another
 // session released, with opts as that session had them (opts.ID and
-// opts.WorkspaceRoot are taken from r). Nothing is created and no exec
+// opts.WorkspaceRoot are taken from r; for a pool member's directory,
+// which names no session, opts.ID must be set and is kept). Nothing is created and no exec
 // is made: the first call connects to the sidecar over the link socket
 // when the container has one (else over an exec, as a reconnect does);
 // a container that no longer runs is replaced by a new one on the same
@@ -69,10 +71,11 @@ func AdoptContainer(ctx context.Context, conn *engine.Conn, opts ContainerOption
 
 func adoptContainer(_ context.Context, rt runtime, opts ContainerOptions, r Running) (*Container, error) {
 	dir := filepath.Clean(r.SessionDir)
-	id, ok := strings.CutPrefix(filepath.Base(dir), sessionPrefix)
+	id, ok := adoptedSessionID(filepath.Base(dir), opts.ID)
 	if !filepath.IsAbs(r.SessionDir) || !ok || r.ContainerID == "" {
 		return nil, &errdefs.ConfigError{Key: "session_dir", Reason: errdefs.ErrInvalidValue,
-			Msg: "a released container needs its container id and an absolute session directory named " + sessionPrefix + "<id>"}
+			Msg: "a released container needs its container id and an absolute session directory named " + sessionPrefix +
+				"<id> (or a pool member's, " + MemberDirPrefix + "<pool>-<member id>, with the session id given)"}
 	}
 	// Close removes the whole directory: it must be one podbot made.
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || !ownedByMe(fi) {
@@ -107,6 +110,20 @@ func adoptContainer(_ context.Context, rt runtime, opts ContainerOptions, r Runn
 	lc.detached.Store(true)
 	s.cur = lc
 	return s, nil
+}
+
+// memberDirPattern is the name of a pool member's directory (see
+// StartPoolMember).
+var memberDirPattern = regexp.MustCompile(`^` + MemberDirPrefix + `[a-z0-9][a-z0-9-]*-[0-9a-f]{12}$`)
+
+// adoptedSessionID is the id of the session whose directory is named
+// base: <id> of session-<id>, or given (when set) for a pool member's
+// directory.
+func adoptedSessionID(base, given string) (string, bool) {
+	if id, ok := strings.CutPrefix(base, sessionPrefix); ok {
+		return id, true
+	}
+	return given, given != "" && memberDirPattern.MatchString(base)
 }
 
 // generationOf reads the generation from a container name

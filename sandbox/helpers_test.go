@@ -83,7 +83,7 @@ func newFakeContainer(t *testing.T, mutate func(*ContainerOptions)) (*Container,
 	if mutate != nil {
 		mutate(&opts)
 	}
-	s, err := newContainer(context.Background(), rt, opts, "")
+	s, err := newContainer(context.Background(), rt, opts, sessionPrefix, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,9 @@ type containerSpec struct {
 	sessionID    string
 	name         string
 	workspaceDir string
+	// labels are podbot's own labels for the container (a pool member's),
+	// added after the plan's reserved-key check.
+	labels map[string]string
 	// linkDir, when set, is the session's link directory: it is mounted
 	// at sidecarsock.Target and init starts the sidecar serving there.
 	linkDir string

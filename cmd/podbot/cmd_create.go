@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/errdefs"
 )
 
 // createOptions are podbot create's flags and arguments.
@@ -22,6 +24,8 @@ type createOptions struct {
 	privileged bool
 	command    []string
 	egress     egressFlags
+	pool       string
+	wait       time.Duration
 	repo       string
 	local      localCloneFlags
 
@@ -66,7 +70,9 @@ again on any failure or Ctrl-C. That backend takes --network none or open
   podbot create --name scratch --pids-limit 100 -- sleep 3600
   podbot create --allow-host pypi.org --allow-host files.pythonhosted.org
   podbot create --network open
+  podbot create --pool scratch --wait 5s
   podbot create --name fix-1 --repo . --dirty      # then: podbot diff fix-1
+
   podbot --backend kubernetes create --network none --read-only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
@@ -92,6 +98,9 @@ again on any failure or Ctrl-C. That backend takes --network none or open
 			if err := opts.egress.check(); err != nil {
 				return err
 			}
+			if opts.wait < 0 || (opts.wait > 0 && opts.pool == "") {
+				return &usageError{msg: "--wait needs --pool and a positive duration such as 5s"}
+			}
 			opts.command = args
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -110,6 +119,8 @@ again on any failure or Ctrl-C. That backend takes --network none or open
 	fl.Float64Var(&opts.cpus, "cpus", 0, "CPU limit in `CPUS`, e.g. 1.5 (default: sandbox.cpus)")
 	fl.Int64Var(&opts.pidsLimit, "pids-limit", 0, "process limit `N` (default: sandbox.pids_limit)")
 	fl.BoolVar(&opts.privileged, "privileged", false, "privileged profile (needs an engine that can run privileged containers)")
+	fl.StringVar(&opts.pool, "pool", "", "claim a ready sandbox from agent pool `NAME` (see podbot pool); an empty pool creates one cold from the pool's template")
+	fl.DurationVar(&opts.wait, "wait", 0, "with --pool: wait up to `DURATION` for a ready member before creating cold")
 	return cmd
 }
 
@@ -191,6 +202,10 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 	}
 	f.warnEgress(loaded)
 	if loaded.Config.Sandbox.Backend == config.BackendKubernetes {
+		if opts.pool != "" {
+			return &errdefs.ConfigError{Key: "sandbox.backend", Reason: errdefs.ErrConflict,
+				Msg: "--pool " + opts.pool + ": warm pools hold the engine's containers; the kubernetes backend has none yet, so drop --pool or use --backend engine"}
+		}
 		return createOnKubernetes(ctx, f, opts, loaded.Config)
 	}
 	// The sidecar is the sandbox's init when no command is given, and the
@@ -206,6 +221,13 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		return err
 	}
 	lib.Environ, lib.Redactor = f.environ, f.redactor
+	if opts.pool != "" {
+		spec, err := f.poolSpec(opts.pool)
+		if err != nil {
+			return err
+		}
+		lib.Pool, lib.PoolWait = &spec, opts.wait
+	}
 	if opts.repo != "" {
 		if !isLocalRepo(opts.repo) {
 			return &usageError{msg: fmt.Sprintf("--repo %q: podbot create copies a local repository; give its path (/..., ./..., ~/...)", opts.repo)}
@@ -226,8 +248,20 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 	if err != nil {
 		return err
 	}
+	if res.Claim != nil {
+		logClaim(f, *res.Claim)
+	}
 	_, err = fmt.Fprintln(f.ios.Out, res.Name)
 	return err
+}
+
+// logClaim reports on stderr how a claim from a pool went.
+func logClaim(f *factory, c podbot.ClaimReport) {
+	attrs := []any{"pool", c.Pool, "outcome", c.Outcome, "member", c.Member, "name", c.Name, "took", c.Duration.Round(time.Microsecond)}
+	if c.Fallback != "" {
+		attrs = append(attrs, "fallback", c.Fallback)
+	}
+	f.logger.Info("pool claim", attrs...)
 }
 
 // createOnKubernetes is podbot create on the kubernetes backend.

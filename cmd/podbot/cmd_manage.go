@@ -300,7 +300,11 @@ touched. --dry-run only lists.`,
 			if err != nil {
 				return err
 			}
-			res, err := podbot.Prune(cmd.Context(), conn, podbot.PruneOptions{DryRun: opts.dryRun, RuntimeDir: f.getenv("XDG_RUNTIME_DIR")})
+			popts := podbot.PruneOptions{DryRun: opts.dryRun, RuntimeDir: f.getenv("XDG_RUNTIME_DIR")}
+			if loaded, err := f.config(nil); err == nil {
+				popts.ToolsWorkspaceRoot, _ = f.toolsWorkspaceRoot(loaded.Config.Tools.WorkspaceRoot)
+			}
+			res, err := podbot.Prune(cmd.Context(), conn, popts)
 			verb := "removed"
 			if res.DryRun {
 				verb = "would remove"
@@ -315,6 +319,9 @@ touched. --dry-run only lists.`,
 			}
 			for _, name := range res.Egress {
 				fmt.Fprintf(f.ios.Out, "%s egress proxy and network of %s (the sandbox is gone)\n", verb, name)
+			}
+			for _, d := range res.PoolDirs {
+				fmt.Fprintf(f.ios.Out, "%s pool member directory %s (the member is gone)\n", verb, d)
 			}
 			for _, name := range res.EgressDirs {
 				fmt.Fprintf(f.ios.Out, "%s egress directory of %s (the sandbox and its proxy are gone)\n", verb, name)

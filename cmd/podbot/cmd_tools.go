@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -27,6 +28,8 @@ type toolsOptions struct {
 	args    string
 	name    string
 	mounts  []string
+	pool    string
+	wait    time.Duration
 }
 
 func newToolsCmd(f *factory) *cobra.Command {
@@ -53,6 +56,11 @@ podbot itself already runs inside a sandbox.`,
 
 func addBackendFlag(cmd *cobra.Command, opts *toolsOptions) {
 	cmd.Flags().StringVar(&opts.backend, "backend", "container", "tool backend: container, or local (unsafe: no isolation)")
+}
+
+func addPoolFlags(cmd *cobra.Command, opts *toolsOptions) {
+	cmd.Flags().StringVar(&opts.pool, "pool", "", "claim a ready container from tools pool `NAME` (see podbot pool); an empty pool starts one cold from the pool's template")
+	cmd.Flags().DurationVar(&opts.wait, "wait", 0, "with --pool: wait up to `DURATION` for a ready member before starting cold")
 }
 
 func addMountFlag(cmd *cobra.Command, opts *toolsOptions) {
@@ -130,6 +138,7 @@ with its exit_code.`,
 	cmd.Flags().StringVar(&opts.args, "args", "{}", "tool arguments as a JSON `OBJECT`")
 	addBackendFlag(cmd, opts)
 	addMountFlag(cmd, opts)
+	addPoolFlags(cmd, opts)
 	return cmd
 }
 
@@ -151,6 +160,7 @@ Ctrl-C) the session's container and workspace are removed.`,
 	}
 	addBackendFlag(cmd, opts)
 	addMountFlag(cmd, opts)
+	addPoolFlags(cmd, opts)
 	return cmd
 }
 
@@ -175,6 +185,17 @@ func openToolSession(ctx context.Context, f *factory, topts *toolsOptions) (podb
 		Mounts:  mounts,
 		Logger:  f.logger,
 		OnEvent: func(e podbot.ToolEvent) { logToolEvent(f.logger, e) },
+	}
+	if topts.wait < 0 || (topts.wait > 0 && topts.pool == "") {
+		return nil, &usageError{msg: "--wait needs --pool and a positive duration such as 5s"}
+	}
+	if topts.pool != "" {
+		spec, err := f.poolSpec(topts.pool)
+		if err != nil {
+			return nil, err
+		}
+		opts.Pool, opts.PoolWait = &spec, topts.wait
+		opts.OnClaim = func(c podbot.ClaimReport) { logClaim(f, c) }
 	}
 	var conn *engine.Conn
 	if backend == podbot.ToolBackendUnsafeLocal {

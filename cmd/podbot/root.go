@@ -100,6 +100,7 @@ Only podbot, on the host, ever holds the engine socket.`,
 		newHostCmd(f, nil),
 		newToolsCmd(f),
 		newNetworkCmd(f),
+		newPoolCmd(f),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

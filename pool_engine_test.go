@@ -1,0 +1,115 @@
+package podbot
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/pool"
+)
+
+func TestMemberNames(t *testing.T) {
+	if got := MemberName("evals", "0123456789ab"); got != "podbot-pool-evals-0123456789ab" {
+		t.Fatal(got)
+	}
+	for _, c := range []struct{ pool, name, id string }{
+		{"evals", "podbot-pool-evals-0123456789ab", "0123456789ab"},
+		{"evals", "podbot-pool-evals-0123456789a", ""},    // short
+		{"evals", "podbot-pool-evals-0123456789AB", ""},   // not lower hex
+		{"evals", "podbot-tools-0123456789ab-1", ""},      // claimed
+		{"ev", "podbot-pool-evals-0123456789ab", ""},      // another pool
+		{"evals", "podbot-pool-evals-x-0123456789ab", ""}, // another pool's shape
+		{"", "podbot-pool--0123456789ab", "0123456789ab"}, // callers validate the pool name
+	} {
+		if got := memberID(c.pool, c.name); got != c.id {
+			t.Errorf("memberID(%q, %q) = %q, want %q", c.pool, c.name, got, c.id)
+		}
+	}
+}
+
+func TestCreateOptionsForAgentPools(t *testing.T) {
+	cfg := config.Default() // network.mode allowlist
+	if _, err := createOptionsFor(pool.Spec{Name: "a", Kind: pool.KindAgent}, cfg, "", nil); !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Errorf("allowlist agent pool: %v", err)
+	}
+	if _, err := createOptionsFor(pool.Spec{Name: "a", Kind: pool.KindAgent, Network: "bridge"}, cfg, "", nil); !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Errorf("bridge agent pool: %v", err)
+	}
+	withSecret := cfg
+	withSecret.Secrets = []config.Secret{{Name: "s"}}
+	if _, err := createOptionsFor(pool.Spec{Name: "a", Kind: pool.KindAgent, Network: "none"}, withSecret, "", nil); !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Errorf("agent pool with secrets: %v", err)
+	}
+	o, err := createOptionsFor(pool.Spec{Name: "a", Kind: pool.KindAgent, Network: "none", MemoryBytes: 1 << 30, PidsLimit: 99}, cfg, "/sc", nil)
+	if err != nil || o.Config.Network.Mode != "none" || o.Network != "none" || o.MemoryBytes != 1<<30 || o.PidsLimit != 99 || o.SidecarPath != "/sc" {
+		t.Fatalf("%+v %v", o, err)
+	}
+}
+
+func TestApplyToolsTemplate(t *testing.T) {
+	tl := config.Default().Tools
+	ro := false
+	applyToolsTemplate(&tl, pool.Spec{Image: "img", Network: "bridge", MemoryBytes: 2 << 30, NanoCPUs: 1_500_000_000, PidsLimit: 7, ReadOnlyRootfs: &ro})
+	if tl.Image != "img" || tl.Network != "bridge" || tl.Memory.Bytes() != 2<<30 || tl.CPUs != 1.5 || tl.PidsLimit != 7 || tl.ReadOnlyRootfs {
+		t.Fatalf("%+v", tl)
+	}
+}
+
+// removeMemberDir removes only a directory of the member's own shape: a
+// label naming anything else (planted, or from another pool) is ignored.
+func TestRemoveMemberDirOnlyItsOwn(t *testing.T) {
+	root := t.TempDir()
+	id := "0123456789ab"
+	own := filepath.Join(root, "pool-evals-"+id)
+	if err := os.MkdirAll(filepath.Join(own, "workspace"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(root, "precious")
+	os.MkdirAll(filepath.Join(victim, "workspace"), 0o700)
+	linked := filepath.Join(root, "pool-evals-aaaaaaaaaaaa")
+	os.Symlink(victim, linked)
+	for _, m := range []pool.Member{
+		{Pool: "evals", Name: MemberName("evals", id), Dir: victim},                      // wrong base name
+		{Pool: "evals", Name: MemberName("evals", "aaaaaaaaaaaa"), Dir: linked},          // a link
+		{Pool: "evals", Name: "podbot-tools-x-1", Dir: own},                              // claimed: no member id
+		{Pool: "other", Name: MemberName("other", id), Dir: own},                         // another pool's shape
+		{Pool: "evals", Name: MemberName("evals", id), Dir: "relative/pool-evals-" + id}, // relative
+	} {
+		if err := removeMemberDir(m); err != nil {
+			t.Errorf("%+v: %v", m, err)
+		}
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatal("a directory outside the member's shape was removed")
+	}
+	if _, err := os.Stat(own); err != nil {
+		t.Fatal("own directory removed through a mismatched member")
+	}
+	if err := removeMemberDir(pool.Member{Pool: "evals", Name: MemberName("evals", id), Dir: own}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(own); !os.IsNotExist(err) {
+		t.Fatalf("member directory left: %v", err)
+	}
+}
+
+// TestClaimSandboxRefusesPerSandboxSettings: what a member cannot get
+// after it was made (a command, labels, hosts, a local repository copy)
+// is refused before the engine is asked for anything.
+func TestClaimSandboxRefusesPerSandboxSettings(t *testing.T) {
+	spec := pool.Spec{Name: "a", Kind: pool.KindAgent, Size: 1, Network: config.NetworkNone}
+	for name, o := range map[string]CreateOptions{
+		"command":     {Command: []string{"sleep", "1"}},
+		"labels":      {Labels: map[string]string{"k": "v"}},
+		"allow-host":  {AllowHosts: []string{"example.com"}},
+		"local clone": {LocalClone: &LocalCloneOptions{Path: "/src/repo"}},
+	} {
+		o.Pool = &spec
+		if _, err := claimSandbox(t.Context(), nil, o); !errors.Is(err, errdefs.ErrConflict) {
+			t.Errorf("%s: %v, want a conflict", name, err)
+		}
+	}
+}
