@@ -38,8 +38,10 @@ func CopyInCommand(bundle, dir, branch, shallow string) []string {
 // so the agent's index and branch are untouched; it starts as a copy of
 // the agent's index and is kept between runs (replaced atomically) so the
 // next run finds fresh stat data and git add -A only has to lstat the
-// files, not read them again. Whenever the agent's index is newer, it is
-// copied afresh. The script runs as few git processes as it can: one
+// files, not read them again. Whenever the agent's index is another file
+// than the one it was copied from (inode, size and mtime, kept in
+// podbot-snapshot-index.src; git replaces the index by rename on every
+// write), it is copied afresh. The script runs as few git processes as it can: one
 // rev-parse, add, write-tree, commit-tree, update-ref and bundle.
 const exportScript = `set -eu
 cd -- "$1"
@@ -60,10 +62,13 @@ if [ -z "$own" ]; then echo "$1 is not a git work tree" >&2; exit 3; fi
 [ -n "$head" ] || head=$3
 idx=$(mktemp "$own.XXXXXX")
 trap 'rm -f "$idx"' EXIT
-if [ -f "$own" ] && ! [ "$src" -nt "$own" ]; then cp -- "$own" "$idx"; else cp -- "$src" "$idx" 2>/dev/null || :; fi
+sig=$(stat -c '%i %s %y' -- "$src" 2>/dev/null || :)
+seen=
+if [ -f "$own.src" ]; then IFS= read -r seen < "$own.src" || :; fi
+if [ -n "$sig" ] && [ "$sig" = "$seen" ] && [ -f "$own" ]; then cp -- "$own" "$idx"; else cp -- "$src" "$idx" 2>/dev/null || :; fi
 GIT_INDEX_FILE=$idx $G add -A
 tree=$(GIT_INDEX_FILE=$idx $G write-tree)
-mv -f -- "$idx" "$own" 2>/dev/null || :
+if mv -f -- "$idx" "$own" 2>/dev/null; then printf '%s\n' "$sig" > "$own.src" || :; fi
 snap=$(GIT_AUTHOR_NAME=podbot GIT_AUTHOR_EMAIL=podbot@localhost GIT_COMMITTER_NAME=podbot GIT_COMMITTER_EMAIL=podbot@localhost $G commit-tree -p "$head" -m "podbot: work tree snapshot" "$tree")
 $G update-ref ` + SnapshotRef + ` "$snap"
 $G bundle create -q - "$2" ` + SnapshotRef + ` "^$3"
