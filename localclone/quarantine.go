@@ -63,36 +63,39 @@ func (r Repo) Import(ctx context.Context, g Git, bundle io.Reader, want []string
 			q.Ignored = append(q.Ignored, ref.Name)
 		}
 	}
-	for _, p := range h.Prerequisites {
-		if t, err := g.line(ctx, r.Top, "cat-file", "-t", p); err != nil || t != "commit" {
-			return nil, refused("needs commit " + p + ", which the host repository does not have")
+	if len(h.Prerequisites) > 0 {
+		if err := checkCommits(ctx, g, r.Top, nil, h.Prerequisites); err != nil {
+			return nil, refused("needs commit " + err.Error() + ", which the host repository does not have")
 		}
 	}
-	format, err := g.line(ctx, r.Top, "rev-parse", "--show-object-format")
-	if err != nil {
+	format := r.ObjectFormat
+	if format == "" {
+		if format, err = g.line(ctx, r.Top, "rev-parse", "--show-object-format"); err != nil {
+			return nil, err
+		}
+	}
+	if err := makeQuarantine(q.Dir, r.ObjectsDir, format); err != nil {
 		return nil, err
-	}
-	if _, err := g.Run(ctx, tmpDir, nil, nil, "init", "-q", "--bare", "--template=", "--object-format="+format, q.Dir); err != nil {
-		return nil, err
-	}
-	alt := filepath.Join(q.Dir, "objects", "info")
-	if err := os.MkdirAll(alt, 0o700); err != nil {
-		return nil, &errdefs.FilesystemError{Op: "create", Path: alt, Err: err}
-	}
-	if err := os.WriteFile(filepath.Join(alt, "alternates"), []byte(r.ObjectsDir+"\n"), 0o600); err != nil {
-		return nil, &errdefs.FilesystemError{Op: "write", Path: alt, Err: err}
 	}
 	if _, err := g.Run(ctx, tmpDir, br, nil, "--git-dir="+q.Dir, "index-pack", "--stdin", "--strict", "--fix-thin"); err != nil {
 		return nil, refused("failed git's object checks: " + err.Error())
 	}
-	args := []string{"--git-dir=" + q.Dir, "rev-list", "--objects", "--quiet"}
+	tips := make([]string, 0, len(want))
 	for _, w := range want {
-		id := q.Tips[w]
-		if t, err := g.line(ctx, tmpDir, "--git-dir="+q.Dir, "cat-file", "-t", id); err != nil || t != "commit" {
-			return nil, refused("names " + w + " at " + id + ", which is not a commit it holds")
-		}
-		args = append(args, id)
+		tips = append(tips, q.Tips[w])
 	}
+	if err := checkCommits(ctx, g, tmpDir, []string{"--git-dir=" + q.Dir}, tips); err != nil {
+		name := ""
+		for _, w := range want {
+			if q.Tips[w] == err.Error() {
+				name = w
+				break
+			}
+		}
+		return nil, refused("names " + name + " at " + err.Error() + ", which is not a commit it holds")
+	}
+	args := []string{"--git-dir=" + q.Dir, "rev-list", "--objects", "--quiet"}
+	args = append(args, tips...)
 	args = append(args, "--not")
 	args = append(args, h.Prerequisites...)
 	for _, id := range defaults {
@@ -102,11 +105,82 @@ func (r Repo) Import(ctx context.Context, g Git, bundle io.Reader, want []string
 		return nil, refused("is not complete: " + err.Error())
 	}
 	for _, w := range want {
-		if _, err := g.Run(ctx, tmpDir, nil, nil, "--git-dir="+q.Dir, "update-ref", quarantineRef(w), q.Tips[w]); err != nil {
+		if err := writeLooseRef(q.Dir, quarantineRef(w), q.Tips[w]); err != nil {
 			return nil, err
 		}
 	}
 	return q, nil
+}
+
+// missingCommit is the id checkCommits found not to be a commit.
+type missingCommit string
+
+func (m missingCommit) Error() string { return string(m) }
+
+// checkCommits checks, with one git cat-file --batch-check, that every id
+// in ids is a commit in the repository git runs in (gitArgs select it);
+// the error for the first that is not is its id (a missingCommit), or
+// git's own error.
+func checkCommits(ctx context.Context, g Git, dir string, gitArgs, ids []string) error {
+	var in strings.Builder
+	for _, id := range ids {
+		if !isObjectID(id) {
+			return missingCommit(id)
+		}
+		in.WriteString(id + "\n")
+	}
+	out, err := g.Run(ctx, dir, strings.NewReader(in.String()), nil, append(gitArgs, "cat-file", "--batch-check=%(objecttype)")...)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	for i, id := range ids {
+		if i >= len(lines) || lines[i] != "commit" {
+			return missingCommit(id)
+		}
+	}
+	return nil
+}
+
+// makeQuarantine lays out an empty bare repository at dir, as git init
+// --bare --template= would, whose object store borrows objectsDir: the
+// config podbot writes holds nothing but the format.
+func makeQuarantine(dir, objectsDir, format string) error {
+	for _, d := range []string{filepath.Join(dir, "objects", "info"), filepath.Join(dir, "objects", "pack"), filepath.Join(dir, "refs", "heads"), filepath.Join(dir, "refs", "tags")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return &errdefs.FilesystemError{Op: "create", Path: d, Err: err}
+		}
+	}
+	config := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"
+	if format == "sha256" {
+		config = "[core]\n\trepositoryformatversion = 1\n\tfilemode = true\n\tbare = true\n[extensions]\n\tobjectformat = sha256\n"
+	} else if format != "sha1" {
+		return badRepo(dir, "object format "+quote(format)+" is not one podbot knows", "")
+	}
+	files := []struct{ path, data string }{
+		{filepath.Join(dir, "HEAD"), "ref: refs/heads/main\n"},
+		{filepath.Join(dir, "config"), config},
+		{filepath.Join(dir, "objects", "info", "alternates"), objectsDir + "\n"},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f.path, []byte(f.data), 0o600); err != nil {
+			return &errdefs.FilesystemError{Op: "write", Path: f.path, Err: err}
+		}
+	}
+	return nil
+}
+
+// writeLooseRef writes the ref name (one of podbot's own quarantine names)
+// in the quarantine at dir as a loose ref holding id.
+func writeLooseRef(dir, name, id string) error {
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return &errdefs.FilesystemError{Op: "create", Path: p, Err: err}
+	}
+	if err := os.WriteFile(p, []byte(id+"\n"), 0o600); err != nil {
+		return &errdefs.FilesystemError{Op: "write", Path: p, Err: err}
+	}
+	return nil
 }
 
 // Output runs git in the quarantine and returns its output.

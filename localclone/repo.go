@@ -22,6 +22,8 @@ type Repo struct {
 	// Branch is the checked-out branch (refs/heads/...), empty when HEAD
 	// is detached.
 	Branch string
+	// ObjectFormat is the hash the repository uses (sha1 or sha256).
+	ObjectFormat string
 }
 
 // badRepo is the error for a path that cannot be a local_clone source.
@@ -43,6 +45,9 @@ func Open(ctx context.Context, g Git, path string) (Repo, error) {
 	if !fi.IsDir() {
 		return Repo{}, badRepo(path, "is not a directory", "give the path of a git checkout")
 	}
+	if r, ok := openFast(ctx, g, path); ok {
+		return r, nil
+	}
 	out, err := g.Run(ctx, path, nil, nil, "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-common-dir")
 	if err != nil {
 		return Repo{}, badRepo(path, "is not a git repository", "run git init there, or give the path of a git checkout")
@@ -58,24 +63,59 @@ func Open(ctx context.Context, g Git, path string) (Repo, error) {
 	if err != nil || top == "" {
 		return Repo{}, badRepo(path, "is inside a git directory, not a work tree", "give the path of a git checkout")
 	}
-	if top, err = filepath.EvalSymlinks(top); err != nil {
+	if _, err := g.line(ctx, top, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
+		return Repo{}, badRepo(top, "has no commits yet", "commit something first (git commit)")
+	}
+	format, err := g.line(ctx, path, "rev-parse", "--show-object-format")
+	if err != nil {
+		return Repo{}, err
+	}
+	branch := ""
+	if b, err := g.line(ctx, top, "symbolic-ref", "-q", "HEAD"); err == nil {
+		branch = b
+	}
+	return resolveRepo(path, top, lines[2], branch, format)
+}
+
+// openFast asks git everything Open needs in one rev-parse; ok is false
+// when that fails or answers oddly (a bare repository, no work tree, no
+// commit yet), and Open then asks step by step to say what is wrong.
+func openFast(ctx context.Context, g Git, path string) (Repo, bool) {
+	out, err := g.Run(ctx, path, nil, nil, "rev-parse", "--is-bare-repository", "--git-common-dir", "--show-object-format",
+		"--show-toplevel", "HEAD^{commit}", "--symbolic-full-name", "HEAD")
+	if err != nil {
+		return Repo{}, false
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 6 || lines[0] != "false" || lines[3] == "" || !isObjectID(lines[4]) {
+		return Repo{}, false
+	}
+	branch := lines[5]
+	if !strings.HasPrefix(branch, "refs/heads/") {
+		branch = ""
+	}
+	r, err := resolveRepo(path, lines[3], lines[1], branch, lines[2])
+	return r, err == nil
+}
+
+// resolveRepo makes the Repo from rev-parse's answers: top and the common
+// git directory (relative to path when not absolute) resolved through
+// symlinks.
+func resolveRepo(path, top, common, branch, format string) (Repo, error) {
+	top, err := filepath.EvalSymlinks(top)
+	if err != nil {
 		return Repo{}, badRepo(path, "its top directory cannot be resolved", "")
 	}
-	common := lines[2]
 	if !filepath.IsAbs(common) {
 		common = filepath.Join(path, common)
 	}
 	if common, err = filepath.EvalSymlinks(common); err != nil {
 		return Repo{}, badRepo(path, "its git directory cannot be resolved", "")
 	}
-	r := Repo{Top: top, CommonDir: common, ObjectsDir: filepath.Join(common, "objects")}
-	if _, err := g.line(ctx, top, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
-		return Repo{}, badRepo(top, "has no commits yet", "commit something first (git commit)")
+	if format != "sha1" && format != "sha256" {
+		return Repo{}, badRepo(path, "uses object format "+quote(format)+", which podbot does not know", "")
 	}
-	if b, err := g.line(ctx, top, "symbolic-ref", "-q", "HEAD"); err == nil {
-		r.Branch = b
-	}
-	return r, nil
+	return Repo{Top: top, CommonDir: common, ObjectsDir: filepath.Join(common, "objects"), Branch: branch, ObjectFormat: format}, nil
 }
 
 // Resolve returns the commit id ref names in r. An empty ref is HEAD, which

@@ -32,25 +32,43 @@ func CopyInCommand(bundle, dir, branch, shallow string) []string {
 }
 
 // exportScript writes to stdout a bundle of the branch $2 and a snapshot
-// commit of the work tree (taken with a copy of the index, so the agent's
-// index and branch are untouched) against base $3. With $4 = 1 it first
-// commits uncommitted work on the branch (fetch --snapshot).
+// commit of the work tree against base $3. With $4 = 1 it first commits
+// uncommitted work on the branch (fetch --snapshot). The snapshot is taken
+// with podbot's own index (podbot-snapshot-index in the git directory),
+// so the agent's index and branch are untouched; it starts as a copy of
+// the agent's index and is kept between runs (replaced atomically) so the
+// next run finds fresh stat data and git add -A only has to lstat the
+// files, not read them again. Whenever the agent's index is another file
+// than the one it was copied from (inode, size and mtime, kept in
+// podbot-snapshot-index.src; git replaces the index by rename on every
+// write), it is copied afresh. The script runs as few git processes as it can: one
+// rev-parse, add, write-tree, commit-tree, update-ref and bundle.
 const exportScript = `set -eu
 cd -- "$1"
 G="` + sandboxGit + `"
-if ! $G config user.name >/dev/null; then export GIT_AUTHOR_NAME=podbot GIT_COMMITTER_NAME=podbot; fi
-if ! $G config user.email >/dev/null; then export GIT_AUTHOR_EMAIL=podbot@localhost GIT_COMMITTER_EMAIL=podbot@localhost; fi
 if [ "$4" = 1 ] && [ -n "$($G status --porcelain)" ]; then
 	if [ "$($G symbolic-ref -q HEAD || :)" != "$2" ]; then echo "HEAD is not on $2: nothing committed" >&2; exit 3; fi
+	if ! $G config user.name >/dev/null; then export GIT_AUTHOR_NAME=podbot GIT_COMMITTER_NAME=podbot; fi
+	if ! $G config user.email >/dev/null; then export GIT_AUTHOR_EMAIL=podbot@localhost GIT_COMMITTER_EMAIL=podbot@localhost; fi
 	$G add -A
 	$G commit -q --no-verify -m "podbot: snapshot of uncommitted work"
 fi
-idx=$(mktemp)
+out=$($G rev-parse --git-path index --git-path podbot-snapshot-index -q --verify 'HEAD^{commit}' || :)
+src= own= head=
+{ IFS= read -r src || :; IFS= read -r own || :; IFS= read -r head || :; } <<EOF
+$out
+EOF
+if [ -z "$own" ]; then echo "$1 is not a git work tree" >&2; exit 3; fi
+[ -n "$head" ] || head=$3
+idx=$(mktemp "$own.XXXXXX")
 trap 'rm -f "$idx"' EXIT
-cp -- "$($G rev-parse --git-path index)" "$idx" 2>/dev/null || :
+sig=$(stat -c '%i %s %y' -- "$src" 2>/dev/null || :)
+seen=
+if [ -f "$own.src" ]; then IFS= read -r seen < "$own.src" || :; fi
+if [ -n "$sig" ] && [ "$sig" = "$seen" ] && [ -f "$own" ]; then cp -- "$own" "$idx"; else cp -- "$src" "$idx" 2>/dev/null || :; fi
 GIT_INDEX_FILE=$idx $G add -A
 tree=$(GIT_INDEX_FILE=$idx $G write-tree)
-head=$($G rev-parse -q --verify 'HEAD^{commit}' || echo "$3")
+if mv -f -- "$idx" "$own" 2>/dev/null; then printf '%s\n' "$sig" > "$own.src" || :; fi
 snap=$(GIT_AUTHOR_NAME=podbot GIT_AUTHOR_EMAIL=podbot@localhost GIT_COMMITTER_NAME=podbot GIT_COMMITTER_EMAIL=podbot@localhost $G commit-tree -p "$head" -m "podbot: work tree snapshot" "$tree")
 $G update-ref ` + SnapshotRef + ` "$snap"
 $G bundle create -q - "$2" ` + SnapshotRef + ` "^$3"
