@@ -18,10 +18,13 @@ FUZZTIME   ?= 10s
 
 all: build
 
-## build: podbot and the static in-container sidecar into ./bin
+## build: podbot, its companion podbot-kube (the same CLI with the kubernetes
+## backend and client-go, -tags kubernetes; podbot hands kubernetes commands to it)
+## and the static in-container sidecar into ./bin
 build:
 	@mkdir -p $(BIN)
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/podbot ./cmd/podbot
+	go build -tags kubernetes -ldflags '$(LDFLAGS)' -o $(BIN)/podbot-kube ./cmd/podbot
 	CGO_ENABLED=0 go build -ldflags '$(LDFLAGS)' -o $(BIN)/podbot-sidecar ./cmd/podbot-sidecar
 
 ## deps: Go modules (and, later, the npm test peers)
@@ -82,6 +85,7 @@ check: vet fmt-check race test-e2e test-k8s
 
 vet:
 	go vet ./...
+	go vet -tags kubernetes ./...
 	go vet -tags e2e ./e2e/...
 
 fmt-check:
@@ -91,9 +95,11 @@ fmt-check:
 ## test: unit tests only (no engine needed)
 test:
 	go test $(GO_PKGS)
+	go test -tags kubernetes . ./cmd/podbot
 
 race:
 	go test -race $(GO_PKGS)
+	go test -race -tags kubernetes . ./cmd/podbot
 
 ## peers: the real third-party peers the e2e suite drives (npm, pinned)
 peers:

@@ -1,3 +1,5 @@
+//go:build kubernetes
+
 package podbot
 
 import (
@@ -20,6 +22,9 @@ import (
 // cannot honour (the privileged profile, network.mode = "allowlist",
 // [[secrets]], host mounts, local_clone workspaces) is refused with an *errdefs.ConfigError. An
 // interrupted or failed Create leaves no Pod or NetworkPolicy behind.
+//
+// This file is built only with -tags kubernetes, so that a program using
+// package podbot without the kubernetes backend does not link client-go.
 func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions) (CreateResult, error) {
 	if n := len(opts.Config.Secrets); n > 0 {
 		return CreateResult{}, &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,

@@ -263,22 +263,3 @@ func logClaim(f *factory, c podbot.ClaimReport) {
 	}
 	f.logger.Info("pool claim", attrs...)
 }
-
-// createOnKubernetes is podbot create on the kubernetes backend.
-func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cfg config.Config) error {
-	lib, err := opts.toLibrary(cfg, "")
-	if err != nil {
-		return err
-	}
-	lib.Environ, lib.Redactor = f.environ, f.redactor
-	kc, err := f.kubeClient()
-	if err != nil {
-		return err
-	}
-	res, err := podbot.CreateOnKubernetes(ctx, kc, lib)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(f.ios.Out, res.Name)
-	return err
-}

@@ -11,7 +11,6 @@ import (
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/github"
-	"github.com/podbot/podbot/kube"
 )
 
 // forEachContainer runs fn on every reference, prints the name of each
@@ -25,24 +24,6 @@ func forEachContainer(ctx context.Context, f *factory, refs []string, fn func(co
 	var errs []error
 	for _, ref := range refs {
 		c, err := fn(ctx, conn, ref)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fmt.Fprintln(f.ios.Out, c.Name)
-	}
-	return errors.Join(errs...)
-}
-
-// forEachPod is forEachContainer on the kubernetes backend.
-func forEachPod(ctx context.Context, f *factory, refs []string, fn func(context.Context, *kube.Client, string) (podbot.Container, error)) error {
-	kc, err := f.kubeClient()
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, ref := range refs {
-		c, err := fn(ctx, kc, ref)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -206,10 +187,7 @@ fetch or podbot apply.`,
 				if err != nil {
 					return err
 				}
-				return forEachPod(cmd.Context(), f, opts.refs, func(ctx context.Context, kc *kube.Client, ref string) (podbot.Container, error) {
-					sb, err := kc.Remove(ctx, ref, kube.RemoveOptions{Force: opts.force, Any: opts.any})
-					return podbot.KubeContainer(sb), err
-				})
+				return rmOnKubernetes(cmd.Context(), f, opts)
 			}
 			return forEachContainer(cmd.Context(), f, opts.refs, func(ctx context.Context, conn *engine.Conn, ref string) (podbot.Container, error) {
 				return podbot.Remove(ctx, conn, ref, podbot.RemoveOptions{Force: opts.force, Any: opts.any, Environ: f.environ})
@@ -252,11 +230,7 @@ stderr on stderr. -f keeps streaming until the container stops or Ctrl-C.`,
 				if err != nil {
 					return err
 				}
-				kc, err := f.kubeClient()
-				if err != nil {
-					return err
-				}
-				return kc.Logs(cmd.Context(), opts.ref, kube.LogsOptions{Follow: opts.follow, Tail: int64(opts.tail), Any: opts.any}, f.ios.Out)
+				return logsOnKubernetes(cmd.Context(), f, opts)
 			}
 			conn, err := f.engine(cmd.Context())
 			if err != nil {

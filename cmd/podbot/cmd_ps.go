@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
-	"github.com/podbot/podbot/kube"
 	"github.com/podbot/podbot/localclone"
 	"github.com/podbot/podbot/termsafe"
 )
@@ -118,17 +117,5 @@ func psRows(ctx context.Context, f *factory, opts *psOptions) ([]podbot.Containe
 	if opts.size {
 		return nil, &usageError{msg: "--size: the kubernetes backend has no writable-layer sizes; drop --size"}
 	}
-	kc, err := f.kubeClient()
-	if err != nil {
-		return nil, err
-	}
-	pods, err := kc.List(ctx, kube.ListOptions{All: opts.all})
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]podbot.Container, 0, len(pods))
-	for _, p := range pods {
-		rows = append(rows, podbot.KubeContainer(p))
-	}
-	return rows, nil
+	return psOnKubernetes(ctx, f, opts)
 }

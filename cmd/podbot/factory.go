@@ -11,7 +11,6 @@ import (
 	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
-	"github.com/podbot/podbot/kube"
 	"github.com/podbot/podbot/workspace"
 )
 
@@ -28,7 +27,10 @@ type factory struct {
 
 	loaded *config.Loaded
 	conn   *engine.Conn
-	kube   *kube.Client
+	kube   kubeState
+	// handOver is how a build without the kubernetes backend passes a
+	// command to the companion binary (see handover.go).
+	handOver handOver
 }
 
 func newFactory(ios *ioStreams, environ []string) *factory {
@@ -37,6 +39,7 @@ func newFactory(ios *ioStreams, environ []string) *factory {
 		environ:  environ,
 		logger:   slog.New(slog.NewTextHandler(ios.ErrOut, nil)),
 		redactor: creds.NewRedactor(),
+		handOver: defaultHandOver(),
 	}
 }
 
@@ -155,29 +158,6 @@ func (f *factory) onKubernetes() (bool, error) {
 		return false, err
 	}
 	return loaded.Config.Sandbox.Backend == config.BackendKubernetes, nil
-}
-
-// kubeClient loads the kubeconfig of the [kubernetes] section once.
-func (f *factory) kubeClient() (*kube.Client, error) {
-	if f.kube != nil {
-		return f.kube, nil
-	}
-	loaded, err := f.config(nil)
-	if err != nil {
-		return nil, err
-	}
-	k := loaded.Config.Kubernetes
-	c, err := kube.Connect(kube.Options{
-		Kubeconfig: k.Kubeconfig, KubeconfigEnv: f.getenv("KUBECONFIG"), Context: k.Context, Namespace: k.Namespace,
-		RuntimeClass: k.RuntimeClass, NodeSelector: k.NodeSelector, ImagePullPolicy: k.ImagePullPolicy,
-		ServiceAccount: k.ServiceAccount,
-	})
-	if err != nil {
-		return nil, err
-	}
-	f.logger.Debug("kubernetes backend", "server", c.Server(), "namespace", c.Namespace())
-	f.kube = c
-	return c, nil
 }
 
 func (f *factory) endpoint(loaded *config.Loaded) (engine.Endpoint, string, error) {

@@ -26,6 +26,13 @@ type globalOptions struct {
 // process exit status. It is main's only call, and the entry point tests use.
 func Main(ctx context.Context, ios *ioStreams, args []string, environ []string) int {
 	f := newFactory(ios, environ)
+	f.handOver.args = args
+	return execute(ctx, f, args)
+}
+
+// execute runs the command tree for f with args and returns the exit status.
+func execute(ctx context.Context, f *factory, args []string) int {
+	ios := f.ios
 	root := newRootCmd(f)
 	root.SetArgs(args)
 	root.SetIn(ios.In)
@@ -61,7 +68,10 @@ Only podbot, on the host, ever holds the engine socket.`,
 			if err := f.setupLogging(cmd.Flags().Changed("quiet")); err != nil {
 				return err
 			}
-			return f.checkBackend(cmd)
+			if err := f.checkBackend(cmd); err != nil {
+				return err
+			}
+			return f.maybeHandOver(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {

@@ -1,0 +1,110 @@
+//go:build kubernetes
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/kube"
+)
+
+// kubernetesBuild reports that this binary carries the kubernetes backend
+// (built with -tags kubernetes: the companion podbot-kube). It serves the
+// backend itself and never hands a command over.
+const kubernetesBuild = true
+
+// kubeState is the factory's kubernetes connection, made once.
+type kubeState struct {
+	client *kube.Client
+}
+
+// kubeClient loads the kubeconfig of the [kubernetes] section once.
+func (f *factory) kubeClient() (*kube.Client, error) {
+	if f.kube.client != nil {
+		return f.kube.client, nil
+	}
+	loaded, err := f.config(nil)
+	if err != nil {
+		return nil, err
+	}
+	k := loaded.Config.Kubernetes
+	c, err := kube.Connect(kube.Options{
+		Kubeconfig: k.Kubeconfig, KubeconfigEnv: f.getenv("KUBECONFIG"), Context: k.Context, Namespace: k.Namespace,
+		RuntimeClass: k.RuntimeClass, NodeSelector: k.NodeSelector, ImagePullPolicy: k.ImagePullPolicy,
+		ServiceAccount: k.ServiceAccount,
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.logger.Debug("kubernetes backend", "server", c.Server(), "namespace", c.Namespace())
+	f.kube.client = c
+	return c, nil
+}
+
+// createOnKubernetes is podbot create on the kubernetes backend.
+func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cfg config.Config) error {
+	lib, err := opts.toLibrary(cfg, "")
+	if err != nil {
+		return err
+	}
+	lib.Environ, lib.Redactor = f.environ, f.redactor
+	kc, err := f.kubeClient()
+	if err != nil {
+		return err
+	}
+	res, err := podbot.CreateOnKubernetes(ctx, kc, lib)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f.ios.Out, res.Name)
+	return err
+}
+
+// psOnKubernetes lists podbot's sandbox Pods as ps rows.
+func psOnKubernetes(ctx context.Context, f *factory, opts *psOptions) ([]podbot.Container, error) {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return nil, err
+	}
+	pods, err := kc.List(ctx, kube.ListOptions{All: opts.all})
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]podbot.Container, 0, len(pods))
+	for _, p := range pods {
+		rows = append(rows, podbot.KubeContainer(p))
+	}
+	return rows, nil
+}
+
+// rmOnKubernetes is podbot rm on the kubernetes backend: each Pod and its
+// NetworkPolicy is deleted, and its name printed.
+func rmOnKubernetes(ctx context.Context, f *factory, opts *rmOptions) error {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, ref := range opts.refs {
+		sb, err := kc.Remove(ctx, ref, kube.RemoveOptions{Force: opts.force, Any: opts.any})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintln(f.ios.Out, podbot.KubeContainer(sb).Name)
+	}
+	return errors.Join(errs...)
+}
+
+// logsOnKubernetes is podbot logs on the kubernetes backend.
+func logsOnKubernetes(ctx context.Context, f *factory, opts *logsOptions) error {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return err
+	}
+	return kc.Logs(ctx, opts.ref, kube.LogsOptions{Follow: opts.follow, Tail: int64(opts.tail), Any: opts.any}, f.ios.Out)
+}
