@@ -21,8 +21,9 @@ var engineOnly = map[string]bool{
 // checkBackend refuses an engine-only command when the kubernetes backend
 // is selected. The unsafe local tool backend (podbot tools --backend
 // local) uses no engine and stays allowed. A configuration that does not
-// load is left to the command, which reports it; the configuration is not
-// kept, since the command loads it again with its own flags.
+// load is left to the command, which reports it. The configuration is the
+// one without the command's own flags (baseConfig); a command that adds
+// none reuses it instead of loading again.
 func (f *factory) checkBackend(cmd *cobra.Command) error {
 	top := cmd
 	for top.HasParent() && top.Parent().HasParent() {
@@ -36,7 +37,7 @@ func (f *factory) checkBackend(cmd *cobra.Command) error {
 			return nil
 		}
 	}
-	loaded, err := f.loadConfig(nil)
+	loaded, err := f.baseConfig()
 	if err != nil || loaded.Config.Sandbox.Backend != config.BackendKubernetes {
 		return nil
 	}

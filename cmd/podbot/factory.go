@@ -26,8 +26,12 @@ type factory struct {
 	redactor *creds.Redactor
 
 	loaded *config.Loaded
-	conn   *engine.Conn
-	kube   kubeState
+	// base is the configuration from global flags, the environment and
+	// files alone, loaded by the checks that run before a command; the
+	// command takes it as its own when it adds no flags of its own.
+	base *config.Loaded
+	conn *engine.Conn
+	kube kubeState
 	// handOver is how a build without the kubernetes backend passes a
 	// command to the companion binary (see handover.go).
 	handOver handOver
@@ -97,6 +101,10 @@ func (f *factory) config(extra map[string]string) (*config.Loaded, error) {
 	if f.loaded != nil {
 		return f.loaded, nil
 	}
+	if len(extra) == 0 && f.base != nil {
+		f.loaded = f.base
+		return f.loaded, nil
+	}
 	loaded, err := f.loadConfig(extra)
 	if err != nil {
 		return nil, err
@@ -105,8 +113,23 @@ func (f *factory) config(extra map[string]string) (*config.Loaded, error) {
 	return loaded, nil
 }
 
+// baseConfig loads the configuration without a command's own flags once,
+// for the checks that run before the command (checkBackend,
+// maybeHandOver).
+func (f *factory) baseConfig() (*config.Loaded, error) {
+	if f.base != nil {
+		return f.base, nil
+	}
+	loaded, err := f.loadConfig(nil)
+	if err != nil {
+		return nil, err
+	}
+	f.base = loaded
+	return loaded, nil
+}
+
 // loadConfig loads and validates the layered configuration without
-// keeping it, for checks that run before a command adds its own flags.
+// keeping it.
 func (f *factory) loadConfig(extra map[string]string) (*config.Loaded, error) {
 	flags := f.flagOverrides()
 	for k, v := range extra {

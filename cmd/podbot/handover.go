@@ -59,7 +59,7 @@ func (f *factory) maybeHandOver(cmd *cobra.Command) error {
 	if kubernetesBuild || !kubeServed[topCommand(cmd).Name()] {
 		return nil
 	}
-	loaded, err := f.loadConfig(nil)
+	loaded, err := f.baseConfig()
 	if err != nil || loaded.Config.Sandbox.Backend != config.BackendKubernetes {
 		return nil
 	}
