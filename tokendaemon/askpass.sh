@@ -1,32 +1,22 @@
 #!/bin/sh
-# podbot git askpass helper.
+# podbot git askpass helper baked into the sandbox image.
 #
-# git runs this with its prompt as the only argument. For a user name it
-# prints x-access-token; for a password it prints the GitHub App
-# installation token that podbot's token daemon keeps fresh in a read-only
-# file, so a refreshed token is used without touching the container.
-# PODBOT_TOKEN_FILE overrides the file (default /run/secrets/ghapp_token).
-token_file="${PODBOT_TOKEN_FILE:-/run/secrets/ghapp_token}"
+# It gives nothing away itself. git runs it with its prompt as the only
+# argument; it hands the prompt to podbot-sidecar, which podbot mounts
+# read-only into every sandbox that gets a GitHub token and which answers
+# only for the clone origin in /run/secrets/git_origin (scheme, host and
+# port), so a prompt-injected clone of another host gets no token.
+# Without the sidecar there is no token to give: the helper refuses.
+# PODBOT_SIDECAR overrides the sidecar's path (tests).
+sidecar="${PODBOT_SIDECAR:-/usr/local/libexec/podbot/podbot-sidecar}"
 
 case "$1" in
-[Uu]sername*)
-	printf '%s\n' x-access-token
-	;;
-[Pp]assword*)
-	if [ ! -r "$token_file" ]; then
-		echo "podbot-askpass: cannot read the GitHub token file $token_file" >&2
-		exit 1
+[Uu]sername* | [Pp]assword*)
+	if [ -x "$sidecar" ]; then
+		exec "$sidecar" "$1"
 	fi
-	token=
-	IFS= read -r token <"$token_file" || [ -n "$token" ] || {
-		echo "podbot-askpass: the GitHub token file $token_file is empty" >&2
-		exit 1
-	}
-	if [ -z "$token" ]; then
-		echo "podbot-askpass: the GitHub token file $token_file is empty" >&2
-		exit 1
-	fi
-	printf '%s\n' "$token"
+	echo "podbot-askpass: no podbot-sidecar at $sidecar: podbot gives git a token only through it (it answers only for the clone origin)" >&2
+	exit 1
 	;;
 *)
 	echo "podbot-askpass: unexpected prompt; expected a Username or Password prompt from git" >&2

@@ -14,8 +14,10 @@
 // Mount the directory, not the file, into the container (at
 // ContainerSecretsDir, read-only): a bind-mounted file keeps pointing at the
 // inode it was mounted with, so a renamed-in replacement would never be seen.
-// Inside the container the token is then ContainerTokenPath, which the git
-// askpass helper (AskpassScript) reads at every git prompt.
+// Inside the container the token is then ContainerTokenPath, which git's
+// askpass program (podbot-sidecar, which answers only for the clone origin)
+// reads at every git prompt. The image's own helper (AskpassScript) only
+// hands git's prompt on to that sidecar and answers nothing by itself.
 //
 // In vault mode (Options.Vault) the real token never reaches the
 // directory: each token minted goes to the TokenVault (podbot's egress
