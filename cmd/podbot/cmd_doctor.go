@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/engine"
 )
 
@@ -58,7 +59,43 @@ func runDoctor(ctx context.Context, f *factory) podbot.DoctorReport {
 		opts.EndpointErr = fmt.Errorf("not resolved: the configuration did not load")
 	}
 	opts.SidecarPath, opts.SidecarSearched = f.findSidecar()
-	return podbot.Doctor(ctx, opts)
+	report := podbot.Doctor(ctx, opts)
+	backend := ""
+	if opts.ConfigErr == nil && opts.Config != nil {
+		backend = opts.Config.Config.Sandbox.Backend
+	}
+	report.Checks = append(report.Checks, f.companionCheck(backend))
+	return report
+}
+
+// companionCheck reports the kubernetes backend's companion binary: found
+// and acceptable (the same checks the hand-over makes), or why not. A
+// missing companion fails only when sandbox.backend is kubernetes.
+func (f *factory) companionCheck(backend string) podbot.Check {
+	c := podbot.Check{Name: "kubernetes"}
+	if kubernetesBuild {
+		c.Status, c.Detail = podbot.CheckOK, "this is "+companionName+", podbot with the kubernetes backend"
+		return c
+	}
+	path, err := findCompanion(f.handOver.executable)
+	switch {
+	case err == nil:
+		c.Status, c.Detail = podbot.CheckOK, companionName+" at "+path+" (backend "+orEngine(backend)+")"
+	case backend == config.BackendKubernetes:
+		c.Status, c.Detail = podbot.CheckFail, "sandbox.backend is kubernetes but its companion binary cannot be used"
+		c.Fix = err.Error()
+	default:
+		c.Status, c.Detail = podbot.CheckOK, companionName+" not usable (needed only for sandbox.backend = kubernetes): "+err.Error()
+	}
+	return c
+}
+
+// orEngine names the default backend for an unset one.
+func orEngine(backend string) string {
+	if backend == "" {
+		return config.BackendEngine
+	}
+	return backend
 }
 
 func printDoctor(f *factory, r podbot.DoctorReport) {
