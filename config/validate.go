@@ -398,6 +398,9 @@ func (a Agent) validate(v *validator) {
 		v.add("agent.kind", errdefs.ErrInvalidValue, "got %q; expected claude, codex, custom, %s", a.Kind, strings.Join(agentkind.Names(), ", "))
 	case !slices.Contains([]string{ModePodbot, ModeACP, ModeCodexAppServer}, a.Mode):
 		v.add("agent.mode", errdefs.ErrInvalidValue, "got %q; expected podbot, acp or codex_app_server", a.Mode)
+	case !slices.Contains(modes, a.Mode) && a.Mode == ModeACP && agentkind.IsACPKind(a.Kind+"-acp"):
+		v.add("agent.mode", errdefs.ErrConflict, "agent.kind %q does not serve ACP itself; use agent.kind = %q (--agent %s), its ACP adapter in the agent image",
+			a.Kind, a.Kind+"-acp", a.Kind+"-acp")
 	case !slices.Contains(modes, a.Mode):
 		v.add("agent.mode", errdefs.ErrConflict, "agent.kind %q does not support mode %q; it supports %s (use kind = \"custom\" with agent.command for other servers)",
 			a.Kind, a.Mode, strings.Join(modes, ", "))

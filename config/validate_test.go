@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/podbot/podbot/errdefs"
@@ -274,6 +275,21 @@ func TestValidateBackendAndKubernetes(t *testing.T) {
 		var ce *errdefs.ConfigError
 		if !errors.As(err, &ce) || ce.Key != key {
 			t.Errorf("%s: %v", key, err)
+		}
+	}
+}
+
+// TestACPModeOnCLIKindNamesTheAdapter: claude and codex serve ACP only
+// through their adapters, which the error names.
+func TestACPModeOnCLIKindNamesTheAdapter(t *testing.T) {
+	for _, kind := range []string{KindClaude, KindCodex} {
+		c := Default()
+		c.Agent.Kind, c.Agent.Mode = kind, ModeACP
+		err := c.Validate()
+		var ce *errdefs.ConfigError
+		if !errors.As(err, &ce) || ce.Key != "agent.mode" || !errors.Is(err, errdefs.ErrConflict) ||
+			!strings.Contains(err.Error(), "--agent "+kind+"-acp") {
+			t.Errorf("kind %s mode acp: %v, want an agent.mode conflict naming --agent %s-acp", kind, err, kind)
 		}
 	}
 }
