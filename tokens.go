@@ -122,7 +122,7 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 				return tokenContainers(ctx, conn, opts.RuntimeDir, logger, warned)
 			},
 			Alive:        func(ctx context.Context, name string) (bool, error) { return containerRunning(ctx, conn, name) },
-			Watch:        conn.WatchContainer,
+			Watch:        conn.NewEventHub().Watch, // one event stream for every container
 			ListInterval: opts.ListInterval,
 		})
 		if err != nil {

@@ -13,11 +13,22 @@ import (
 	"time"
 )
 
-// TestTokenDaemonFollowsEngineEvents: podbot token-daemon NAME, with
-// polling set to an hour, removes the token directory as soon as the
-// container is removed, because it follows the engine's event stream; it
-// then exits 0 on its own.
+// TestTokenDaemonFollowsEngineEvents: podbot token-daemon NAME, and
+// podbot token-daemon --all (every container over one shared event
+// stream), with polling and listing set to an hour, remove the token
+// directory as soon as the container is removed, because they follow the
+// engine's event stream; the one-container daemon then exits 0 on its own.
 func TestTokenDaemonFollowsEngineEvents(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		mode := "one container"
+		if all {
+			mode = "--all"
+		}
+		t.Run(mode, func(t *testing.T) { testTokenDaemonFollowsEngineEvents(t, all) })
+	}
+}
+
+func testTokenDaemonFollowsEngineEvents(t *testing.T, all bool) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -31,7 +42,11 @@ func TestTokenDaemonFollowsEngineEvents(t *testing.T) {
 
 		tomlCfg := fmt.Sprintf("[github]\napp_id = %d\ninstallation_id = %d\nprivate_key_path = %q\napi_url = %q\n",
 			f.gh.AppID(), f.gh.InstallationID(), f.keyPath, f.gh.URL)
-		cmd := podbotCmd(t, ctx, e, tomlCfg, "--log-level", "debug", "token-daemon", f.name, "--check-interval", "1h")
+		args := []string{"--log-level", "debug", "token-daemon", f.name, "--check-interval", "1h"}
+		if all {
+			args = []string{"--log-level", "debug", "token-daemon", "--all", "--check-interval", "1h", "--list-interval", "1h"}
+		}
+		cmd := podbotCmd(t, ctx, e, tomlCfg, args...)
 		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+f.rt)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -58,6 +73,9 @@ func TestTokenDaemonFollowsEngineEvents(t *testing.T) {
 			t.Fatalf("token directory still there %s after the container was removed: %v\n%s", time.Since(removed), err, out.String())
 		}
 		t.Logf("%s: token directory gone %s after the removal", e.Name, time.Since(removed).Round(time.Millisecond))
+		if all {
+			return // --all keeps serving the containers to come
+		}
 		select {
 		case err := <-exited:
 			if err != nil {

@@ -47,8 +47,16 @@ func (c *Conn) WatchContainer(ctx context.Context, ref string, changed func()) e
 		return &errdefs.ContainerError{Op: "events", Endpoint: c.ep.String(), Reason: errdefs.ErrInvalidValue,
 			Msg: "a container and a callback are required to follow its events"}
 	}
-	c.api.NegotiateAPIVersion(ctx)
 	args := filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)), filters.Arg("container", ref))
+	return c.followEvents(ctx, args, ref, changed, func(events.Message) { changed() })
+}
+
+// followEvents reads the engine's event stream with args as its filters:
+// accepted runs once the engine has accepted the stream, on each
+// container lifecycle event (IsLifecycleAction) after that. It returns as
+// WatchContainer does; ref names what is followed in errors.
+func (c *Conn) followEvents(ctx context.Context, args filters.Args, ref string, accepted func(), on func(events.Message)) error {
+	c.api.NegotiateAPIVersion(ctx)
 	q, err := filters.ToJSON(args)
 	if err != nil {
 		return c.eventsError(ctx, ref, err)
@@ -61,7 +69,7 @@ func (c *Conn) WatchContainer(ctx context.Context, ref string, changed func()) e
 	// Closing the body ends a read blocked on an idle stream.
 	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
 	defer stop()
-	changed()
+	accepted()
 	lines := bufio.NewScanner(resp.Body)
 	lines.Buffer(make([]byte, 0, 4096), maxEventLine)
 	for lines.Scan() {
@@ -70,7 +78,7 @@ func (c *Conn) WatchContainer(ctx context.Context, ref string, changed func()) e
 			return c.eventsError(ctx, ref, fmt.Errorf("the engine's event stream holds something that is not an event: %w", err))
 		}
 		if m.Type == events.ContainerEventType && IsLifecycleAction(string(m.Action)) {
-			changed()
+			on(m)
 		}
 	}
 	return c.eventsError(ctx, ref, lines.Err())
