@@ -27,6 +27,7 @@ type hostOptions struct {
 	extraArgs           []string
 	egress              egressFlags
 	local               localCloneFlags
+	pool                poolFlags
 }
 
 // configOverrides maps the flags the user gave onto configuration keys.
@@ -120,6 +121,9 @@ mock provider), and its host:port joins the egress allowlist.
 			if err := opts.egress.check(); err != nil {
 				return err
 			}
+			if err := opts.pool.check(); err != nil {
+				return err
+			}
 			ws, err := absWorkspace(opts.workspace)
 			if err != nil {
 				return err
@@ -143,6 +147,7 @@ mock provider), and its host:port joins the egress allowlist.
 	fl.StringVar(&opts.name, "name", "", "container `NAME` (default: generated)")
 	opts.egress.register(fl)
 	opts.local.register(fl)
+	opts.pool.register(fl)
 	return cmd
 }
 
@@ -170,6 +175,9 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 	}
 	if lo.LocalClone != nil {
 		lo.Repo, lo.Branch = "", ""
+	}
+	if err := opts.pool.apply(f, &lo); err != nil {
+		return err
 	}
 	// An IDE that goes away closes the pipe behind stdout. Receiving SIGPIPE
 	// turns the next write into an error instead of killing podbot, so the
