@@ -390,25 +390,31 @@ func sortedCopy(s []string) []string {
 }
 
 // TestPoolHostACP: podbot host --pool claims a member, clones the
-// repository holding the Go SDK's example agent into it, and serves ACP
-// under the policy: a client advertising files and terminals gets only the
-// permission request, stdout carries frames only, the claim is reported
-// on stderr, and the sandbox is removed at the end. A second host finds
-// the pool empty, says so and serves the same session cold.
+// repository holding a reporting ACP agent (e2e/testdata/acpreport) into
+// it, and serves ACP under the policy: the client advertises files and
+// terminals, and the agent sees neither capability, its fs/read_text_file
+// and terminal/create requests are answered by podbot with a refusal and
+// never reach the client, stdout carries frames only, the claim is
+// reported on stderr, and the sandbox is removed at the end. A second host
+// finds the pool empty, says so and serves the same session cold.
 func TestPoolHostACP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	bin := t.TempDir()
-	buildGoSDKExample(t, ctx, "agent", filepath.Join(bin, "acp-go-agent"), true)
+	agent := filepath.Join(t.TempDir(), "acpreport")
+	build := exec.CommandContext(ctx, "go", "build", "-o", agent, "./testdata/acpreport")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the reporting ACP agent: %v\n%s", err, out)
+	}
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		repos := t.TempDir()
 		r := newHostRepo(t, repos, "acme/acp", "feature")
-		r.addExecutable(t, "feature", filepath.Join(bin, "acp-go-agent"), "acp-go-agent")
+		r.addExecutable(t, "feature", agent, "acpreport")
 		base := startAnonGitServer(t, ctx, e, repos)
 		cfg := fmt.Sprintf(`[agent]
 kind = "custom"
 mode = "acp"
-command = "/work/acp/acp-go-agent"
+command = "/work/acp/acpreport"
 [creds]
 copy_claude = false
 copy_codex = false
@@ -422,7 +428,7 @@ clone_base_url = %q
 		for i, outcome := range []string{"warm", "cold"} {
 			name := testName(e, fmt.Sprintf("poolhost%d", i))
 			removeOnCleanup(t, e, name)
-			stderr := hostSDKSession(t, ctx, p.cmd(ctx, "host", "--pool", p.name, "--name", name, "--repo", "acme/acp", "--branch", "feature"), "/work/acp")
+			stderr, text, reqs := hostSDKSession(t, ctx, p.cmd(ctx, "host", "--pool", p.name, "--name", name, "--repo", "acme/acp", "--branch", "feature"), "/work/acp")
 			switch outcome {
 			case "warm":
 				if m := claimedRe.FindStringSubmatch(stderr); m == nil || m[4] != name {
@@ -433,15 +439,40 @@ clone_base_url = %q
 					t.Errorf("host --pool on an empty pool did not say it launched cold:\n%s", stderr)
 				}
 			}
+			if reqs != "" {
+				t.Errorf("%s: the client received agent requests %q; podbot must answer them itself", outcome, reqs)
+			}
+			var rep struct {
+				Capabilities struct {
+					Fs       map[string]bool `json:"fs"`
+					Terminal bool            `json:"terminal"`
+				} `json:"capabilities"`
+				FsError       string `json:"fs_error"`
+				TerminalError string `json:"terminal_error"`
+			}
+			if err := json.Unmarshal([]byte(text), &rep); err != nil {
+				t.Fatalf("%s: the agent's report is not JSON (%v): %q\n%s", outcome, err, text, stderr)
+			}
+			if rep.Capabilities.Terminal || rep.Capabilities.Fs["readTextFile"] || rep.Capabilities.Fs["writeTextFile"] {
+				t.Errorf("%s: the agent saw the client's host capabilities: %s", outcome, text)
+			}
+			if !strings.Contains(rep.FsError, "fs/read_text_file") || !strings.Contains(rep.TerminalError, "terminal/create") {
+				t.Errorf("%s: the agent's requests were not refused by name: %s", outcome, text)
+			}
+			if !strings.Contains(stderr, "refused an agent request") {
+				t.Errorf("%s: refusals were not logged on stderr:\n%s", outcome, stderr)
+			}
 			assertRemoved(t, ctx, e, name)
 		}
 	})
 }
 
 // hostSDKSession drives podbot host (cmd) with the Go SDK client,
-// advertising file and terminal capabilities, through one prompt; it
-// checks the policy's outcome and returns podbot's stderr.
-func hostSDKSession(t *testing.T, ctx context.Context, cmd *exec.Cmd, cwd string) string {
+// advertising file and terminal capabilities, through one prompt, checks
+// that the turn ended, podbot exited 0 and wrote only frames to stdout,
+// and returns podbot's stderr, the agent's message text and the requests
+// the client received.
+func hostSDKSession(t *testing.T, ctx context.Context, cmd *exec.Cmd, cwd string) (stderrText, text, reqs string) {
 	t.Helper()
 	var stdoutCopy, stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -479,7 +510,7 @@ func hostSDKSession(t *testing.T, ctx context.Context, cmd *exec.Cmd, cwd string
 	if err != nil {
 		t.Fatalf("session/new: %v", err)
 	}
-	resp, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: sess.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("Hello, agent!")}})
+	resp, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: sess.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("report")}})
 	if err != nil {
 		t.Fatalf("session/prompt: %v", err)
 	}
@@ -490,12 +521,8 @@ func hostSDKSession(t *testing.T, ctx context.Context, cmd *exec.Cmd, cwd string
 	if resp.StopReason != acpsdk.StopReasonEndTurn {
 		t.Errorf("stop reason %q, want end_turn", resp.StopReason)
 	}
-	client.mu.Lock()
-	text, reqs := client.text.String(), strings.Join(client.requests, ",")
-	client.mu.Unlock()
-	if reqs != "session/request_permission" || !strings.Contains(text, "successfully updated the configuration") {
-		t.Errorf("agent asked %q and said %q; want one permission request and the allowed change", reqs, text)
-	}
 	assertFramesOnly(t, stdoutCopy.Bytes())
-	return stderr.String()
+	client.mu.Lock()
+	defer client.mu.Unlock()
+	return stderr.String(), client.text.String(), strings.Join(client.requests, ",")
 }
