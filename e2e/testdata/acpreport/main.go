@@ -28,7 +28,6 @@ type agent struct {
 	caps      json.RawMessage
 }
 
-
 func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	b, _ := json.Marshal(p.ClientCapabilities)
 	a.mu.Lock()
