@@ -3,8 +3,10 @@ package podbot
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/podbot/podbot/config"
@@ -184,4 +186,92 @@ func planOf(t *testing.T, conn *engine.Conn, spec pool.Spec, cfg config.Config) 
 	}
 	applyEgressMode(&plan)
 	return plan
+}
+
+// unpauseFake is inspectFake that also answers unpause, recording it.
+type unpauseFake struct {
+	*inspectFake
+	mu       sync.Mutex
+	unpaused []string
+}
+
+func (f *unpauseFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := apiPrefix.ReplaceAllString(r.URL.Path, "")
+	if id, ok := strings.CutSuffix(strings.TrimPrefix(p, "/containers/"), "/unpause"); ok && r.Method == http.MethodPost {
+		f.mu.Lock()
+		f.unpaused = append(f.unpaused, id)
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	f.inspectFake.ServeHTTP(w, r)
+}
+
+// TestMatchingBackendTakesOnlyLikeMembers: a launch takes (unpauses) a
+// member only when the hardening it records equals the launch's plan; a
+// member that records other settings, or none, is left paused in the pool
+// and the error says why; a member gone meanwhile counts as taken.
+func TestMatchingBackendTakesOnlyLikeMembers(t *testing.T) {
+	conn0, err := engine.Connect(context.Background(), engine.Endpoint{Raw: "tcp://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := pool.Spec{Name: "p", Kind: pool.KindAgent, Size: 1, Network: config.NetworkNone}
+	want := hardeningOf(planOf(t, conn0, spec, poolLaunchConfig()))
+	other := want
+	other.Resources.MemoryBytes = 1 << 30
+	other.CapAdd = append([]string{"SYS_ADMIN"}, other.CapAdd...)
+	label := func(h hardening) map[string]string { return map[string]string{LabelPoolHardening: h.label()} }
+	f := &unpauseFake{inspectFake: &inspectFake{containers: []fakeCtr{
+		{id: "aaa1", name: "podbot-pool-p-000000000001", labels: label(want), state: "paused"},
+		{id: "bbb2", name: "podbot-pool-p-000000000002", labels: label(other), state: "paused"},
+		{id: "ccc3", name: "podbot-pool-p-000000000003", state: "paused"},
+	}}}
+	conn := serveFakeEngine(t, f)
+	b := &matchingBackend{PoolBackend: NewPoolBackend(conn, PoolOptions{}), want: want}
+	member := func(id, name string) pool.Member {
+		return pool.Member{Pool: "p", ID: id, Name: name, State: pool.StateReady}
+	}
+
+	var mm *MemberMismatchError
+	err = b.Take(t.Context(), member("bbb2", "podbot-pool-p-000000000002"))
+	if !errors.As(err, &mm) || !slices.Equal(mm.Fields, []string{"cap_add", "resources"}) || !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("a member with other settings: %v", err)
+	}
+	err = b.Take(t.Context(), member("ccc3", "podbot-pool-p-000000000003"))
+	if !errors.As(err, &mm) || len(mm.Fields) != 0 || !strings.Contains(err.Error(), "older podbot") {
+		t.Errorf("a member recording nothing: %v", err)
+	}
+	if err := b.Take(t.Context(), member("ddd4", "podbot-pool-p-000000000004")); !errors.Is(err, pool.ErrTaken) {
+		t.Errorf("a member gone meanwhile: %v, want ErrTaken", err)
+	}
+	if err := b.Take(t.Context(), member("aaa1", "podbot-pool-p-000000000001")); err != nil {
+		t.Errorf("a matching member: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Equal(f.unpaused, []string{"aaa1"}) {
+		t.Errorf("unpaused %v, want only the matching member", f.unpaused)
+	}
+}
+
+// FuzzParseHardening: any label value is read without panicking, bounded,
+// and what is read writes back to a label that reads the same.
+func FuzzParseHardening(f *testing.F) {
+	f.Add(hardening{Image: "img", CapAdd: []string{"CHOWN"}, Mounts: []hardeningMount{{Source: "/a", Target: "/b", ReadOnly: true}}}.label())
+	f.Add(`{"resources":{"PidsLimit":-1}}`)
+	f.Add(`null`)
+	f.Fuzz(func(t *testing.T, v string) {
+		h, ok := parseHardening(v)
+		if !ok {
+			return
+		}
+		if len(v) > maxHardeningLabel {
+			t.Fatalf("accepted %d bytes", len(v))
+		}
+		back, ok := parseHardening(h.label())
+		if !ok || len(h.differences(back)) != 0 {
+			t.Fatalf("%q does not round-trip: %+v vs %+v", v, h, back)
+		}
+	})
 }
