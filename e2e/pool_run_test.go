@@ -206,8 +206,34 @@ clone_base_url = %q
 			t.Errorf("pool after two --rm runs: %+v; want nothing ready or claimed", r)
 		}
 		load, _ := os.ReadFile("/proc/loadavg")
-		t.Logf("%s: podbot run to the agent's first output: warm %s (claim %s ms), cold %s; cold/warm %.1f; load %s",
+		t.Logf("%s: podbot run to the agent's first output, with clone and credentials: warm %s (claim %s ms), cold %s; cold/warm %.1f; load %s",
 			e.Name, warm.Round(time.Millisecond), m[3], cold.Round(time.Millisecond), float64(cold)/float64(warm), strings.TrimSpace(string(load)))
+
+		// The same without a workspace: the claim against the create.
+		p.mustRun(t, ctx, "pool", "resize", p.name, "1")
+		bare := func(name string) (string, time.Duration) {
+			removeOnCleanup(t, e, name)
+			cmd := p.cmd(ctx, "run", "--pool", p.name, "--name", name, "--rm")
+			t0 := time.Now()
+			pr := startOnPTY(t, cmd, 24, 80)
+			first := waitForOutput(pr.out.String, "stub-cwd=", t0, 2*time.Minute)
+			if code := pr.wait(t, 2*time.Minute); code != 7 {
+				t.Fatalf("podbot run --pool without a workspace: exit %d\n%s", code, pr.out.String())
+			}
+			return pr.out.String(), first
+		}
+		out, bareWarm := bare(testName(e, "poolrun-barewarm"))
+		bm := claimedRe.FindStringSubmatch(out)
+		if bm == nil {
+			t.Fatalf("the refilled pool gave no warm claim:\n%s", out)
+		}
+		out, bareCold := bare(testName(e, "poolrun-barecold"))
+		if !strings.Contains(out, "launching cold") {
+			t.Fatalf("the emptied pool did not launch cold:\n%s", out)
+		}
+		load, _ = os.ReadFile("/proc/loadavg")
+		t.Logf("%s: podbot run to the agent's first output, no workspace, credentials: warm %s (claim %s ms), cold %s; cold/warm %.1f; load %s",
+			e.Name, bareWarm.Round(time.Millisecond), bm[3], bareCold.Round(time.Millisecond), float64(bareCold)/float64(bareWarm), strings.TrimSpace(string(load)))
 	})
 }
 
