@@ -552,3 +552,43 @@ func hostSDKSession(t *testing.T, ctx context.Context, cmd *exec.Cmd, cwd string
 	defer client.mu.Unlock()
 	return stderr.String(), client.text.String(), strings.Join(client.requests, ",")
 }
+
+// TestPoolRunWaits: podbot run --pool --wait on an empty pool waits for
+// the member the refiller makes, takes it and says it waited.
+func TestPoolRunWaits(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		p := newPoolRunEnv(t, e, "wait", `[agent]
+kind = "custom"
+command = "/bin/true"
+[creds]
+copy_claude = false
+copy_codex = false
+[network]
+mode = "none"
+`)
+		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "0", "--kind", "agent", "--network", "none")
+		name := testName(e, "poolwait")
+		removeOnCleanup(t, e, name)
+		cmd := p.cmd(ctx, "run", "--pool", p.name, "--wait", "90s", "--name", name, "--rm")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The claim is waiting on an empty pool; now let the refiller fill it.
+		time.Sleep(time.Second)
+		p.mustRun(t, ctx, "pool", "resize", p.name, "1", "--no-fill")
+		p.serve(t, ctx)
+		if code := exitStatus(t, cmd.Wait(), cmd.Args); code != 0 {
+			t.Fatalf("run --pool --wait: exit %d\n%s", code, errOut.String())
+		}
+		if !regexp.MustCompile(`podbot: pool: waited for and claimed member podbot-pool-` + p.name + `-[0-9a-f]{12} of pool ` + p.name + ` in [0-9.]+ ms; it is now ` + name).MatchString(errOut.String()) {
+			t.Errorf("run --pool --wait did not say it waited:\n%s", errOut.String())
+		}
+		if out.Len() != 0 {
+			t.Errorf("stdout: %q", out.String())
+		}
+	})
+}
