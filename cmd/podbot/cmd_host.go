@@ -81,6 +81,13 @@ podbot again, on the host, with arguments and environment the sandboxed agent
 chose. --allow-terminal-auth (agent.allow_terminal_auth) lets terminal
 authentication through and logs a trust-boundary warning.
 
+--pool NAME claims a ready sandbox from agent pool NAME (see podbot pool)
+and applies the credentials, git identity and --repo clone to it; an empty
+pool launches cold from the pool's template (--wait waits for a member
+first). What a sandbox made ahead cannot take is refused: --workspace, a
+local --repo PATH, --allow-host, [[secrets]], a GitHub App token, and a
+network.mode other than the pool's.
+
 Codex app-server mode (--agent-mode codex_app_server) forwards bytes
 unchanged; set agent.codex_block_dynamic_tools to refuse item/tool/call
 requests, which would run dynamic tools on the IDE's host.

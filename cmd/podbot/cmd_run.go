@@ -51,6 +51,13 @@ file is removed when the container stops.
 A failed step, or an interrupt (SIGINT, SIGTERM) at any time, removes the
 container and its token directory and names the step.
 
+--pool NAME claims a ready sandbox from agent pool NAME (see podbot pool)
+and applies the credentials, git identity and --repo clone to it; an empty
+pool launches cold from the pool's template (--wait waits for a member
+first). What a sandbox made ahead cannot take is refused: --workspace, a
+local --repo PATH, --allow-host, [[secrets]], a GitHub App token, and a
+network.mode other than the pool's.
+
 ` + egressHelp,
 		Example: `  podbot run --repo acme/widgets --branch main --agent claude
   podbot run --workspace ~/src/widgets --agent codex --rm
