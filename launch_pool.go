@@ -79,6 +79,11 @@ func launchFromPool(ctx context.Context, conn *engine.Conn, opts LaunchOptions) 
 	b := &matchingBackend{PoolBackend: NewPoolBackend(conn, PoolOptions{Config: opts.Config, SidecarPath: opts.SidecarPath, Environ: opts.Environ, Logger: logger}),
 		want: hardeningOf(plan)}
 	t0 := time.Now()
+	// The image the reference names now: a member made from an image the
+	// tag has since moved away from is not what a cold launch would run.
+	if img, err := conn.API().ImageInspect(ctx, plan.Image); err == nil {
+		b.imageID = img.ID
+	}
 	m, waited, err := pool.Claim(ctx, b, spec.Name, opts.PoolWait)
 	if errors.Is(err, pool.ErrEmpty) {
 		r := ClaimReport{Pool: spec.Name, Outcome: ClaimCold, Duration: time.Since(t0)}
@@ -239,6 +244,9 @@ func applyAgentTemplate(req *launchplan.Request, spec pool.Spec) {
 type matchingBackend struct {
 	*PoolBackend
 	want hardening
+	// imageID is the image the launch's reference names now; empty skips
+	// the check (the image is not here: a cold launch would pull it).
+	imageID string
 }
 
 // Take reads m's hardening label and, when it matches, takes m. A member
@@ -263,6 +271,10 @@ func (b *matchingBackend) Take(ctx context.Context, m pool.Member) error {
 	if d := b.want.differences(got); len(d) > 0 {
 		return &MemberMismatchError{Pool: m.Pool, Member: m.Name, Fields: d, Want: b.want, Got: got}
 	}
+	if b.imageID != "" && in.Image != b.imageID {
+		return &MemberMismatchError{Pool: m.Pool, Member: m.Name, Fields: []string{"image_id"}, Want: b.want, Got: got,
+			ImageIDs: [2]string{in.Image, b.imageID}}
+	}
 	return b.PoolBackend.Take(ctx, m)
 }
 
@@ -276,6 +288,9 @@ type MemberMismatchError struct {
 	// empty when the member records none.
 	Fields    []string
 	Want, Got hardening
+	// ImageIDs are the member's image and the one the launch's image
+	// reference names now, when those differ (field image_id).
+	ImageIDs [2]string
 }
 
 func (e *MemberMismatchError) Error() string {
@@ -286,6 +301,11 @@ func (e *MemberMismatchError) Error() string {
 	var parts []string
 	wv, gv := reflect.ValueOf(e.Want), reflect.ValueOf(e.Got)
 	for _, f := range e.Fields {
+		if f == "image_id" {
+			parts = append(parts, fmt.Sprintf("image_id: member %s, this launch %s (the image reference %s has moved since the member was made; podbot pool serve replaces members at pool.max_age, or podbot pool rm and create refill it now)",
+				shortID(e.ImageIDs[0]), shortID(e.ImageIDs[1]), e.Want.Image))
+			continue
+		}
 		for i := range wv.NumField() {
 			if key, _, _ := strings.Cut(wv.Type().Field(i).Tag.Get("json"), ","); key == f {
 				parts = append(parts, fmt.Sprintf("%s: member %s, this launch %s", f, short(gv.Field(i).Interface()), short(wv.Field(i).Interface())))
@@ -298,6 +318,18 @@ func (e *MemberMismatchError) Error() string {
 
 // Is matches errdefs.ErrConflict.
 func (e *MemberMismatchError) Is(target error) bool { return target == errdefs.ErrConflict }
+
+// shortID is an image id without its algorithm, 12 hex digits long.
+func shortID(id string) string {
+	_, hex, ok := strings.Cut(id, ":")
+	if !ok {
+		hex = id
+	}
+	if len(hex) > 12 {
+		hex = hex[:12]
+	}
+	return hex
+}
 
 // short renders v as JSON, bounded.
 func short(v any) string {

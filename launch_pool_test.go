@@ -248,6 +248,12 @@ func TestMatchingBackendTakesOnlyLikeMembers(t *testing.T) {
 	if err := b.Take(t.Context(), member("aaa1", "podbot-pool-p-000000000001")); err != nil {
 		t.Errorf("a matching member: %v", err)
 	}
+	// The tag has moved since the member was made: not a cold launch's.
+	moved := &matchingBackend{PoolBackend: b.PoolBackend, want: want, imageID: "sha256:0123456789abcdef"}
+	err = moved.Take(t.Context(), member("aaa1", "podbot-pool-p-000000000001"))
+	if !errors.As(err, &mm) || !slices.Equal(mm.Fields, []string{"image_id"}) || !strings.Contains(err.Error(), "this launch 0123456789ab (") {
+		t.Errorf("a member of an older image: %v", err)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !slices.Equal(f.unpaused, []string{"aaa1"}) {
