@@ -209,31 +209,53 @@ clone_base_url = %q
 		t.Logf("%s: podbot run to the agent's first output, with clone and credentials: warm %s (claim %s ms), cold %s; cold/warm %.1f; load %s",
 			e.Name, warm.Round(time.Millisecond), m[3], cold.Round(time.Millisecond), float64(cold)/float64(warm), strings.TrimSpace(string(load)))
 
-		// The same without a workspace: the claim against the create.
-		p.mustRun(t, ctx, "pool", "resize", p.name, "1")
-		bare := func(name string) (string, time.Duration) {
+	})
+}
+
+// TestPoolRunFirstOutput measures, on a pool of network none, the time
+// from starting podbot run --pool to the stub agent's first output, warm
+// and then cold, with no workspace (the credentials upload and git
+// identity still run): the claim against the create and start.
+func TestPoolRunFirstOutput(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		p := newPoolRunEnv(t, e, "first", fmt.Sprintf(`[agent]
+kind = "custom"
+command = "/bin/sh"
+args = ["-c", %s]
+[creds]
+copy_claude = true
+copy_codex = false
+[network]
+mode = "none"
+`, q(poolStubAgent)))
+		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "1", "--kind", "agent", "--network", "none")
+		run := func(name string) (string, time.Duration) {
 			removeOnCleanup(t, e, name)
 			cmd := p.cmd(ctx, "run", "--pool", p.name, "--name", name, "--rm")
 			t0 := time.Now()
 			pr := startOnPTY(t, cmd, 24, 80)
 			first := waitForOutput(pr.out.String, "stub-cwd=", t0, 2*time.Minute)
-			if code := pr.wait(t, 2*time.Minute); code != 7 {
+			out := pr.out.String()
+			if code := pr.wait(t, 2*time.Minute); code != 7 || !strings.Contains(pr.out.String(), "stub-cred="+p.marker) {
 				t.Fatalf("podbot run --pool without a workspace: exit %d\n%s", code, pr.out.String())
 			}
-			return pr.out.String(), first
+			return out, first
 		}
-		out, bareWarm := bare(testName(e, "poolrun-barewarm"))
-		bm := claimedRe.FindStringSubmatch(out)
-		if bm == nil {
-			t.Fatalf("the refilled pool gave no warm claim:\n%s", out)
+		out, warm := run(testName(e, "poolfirst-warm"))
+		m := claimedRe.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no warm claim:\n%s", out)
 		}
-		out, bareCold := bare(testName(e, "poolrun-barecold"))
+		out, cold := run(testName(e, "poolfirst-cold"))
 		if !strings.Contains(out, "launching cold") {
 			t.Fatalf("the emptied pool did not launch cold:\n%s", out)
 		}
-		load, _ = os.ReadFile("/proc/loadavg")
-		t.Logf("%s: podbot run to the agent's first output, no workspace, credentials: warm %s (claim %s ms), cold %s; cold/warm %.1f; load %s",
-			e.Name, bareWarm.Round(time.Millisecond), bm[3], bareCold.Round(time.Millisecond), float64(bareCold)/float64(bareWarm), strings.TrimSpace(string(load)))
+		load, _ := os.ReadFile("/proc/loadavg")
+		t.Logf("%s: podbot run to the agent's first output, no workspace: warm %s (claim %s ms), cold %s; cold/warm %.1f; load %s",
+			e.Name, warm.Round(time.Millisecond), m[3], cold.Round(time.Millisecond), float64(cold)/float64(warm), strings.TrimSpace(string(load)))
 	})
 }
 
