@@ -283,10 +283,13 @@ func (b *matchingBackend) Take(ctx context.Context, m pool.Member) error {
 // it, or an older podbot that did not record it); the member stays in the
 // pool. It matches errdefs.ErrConflict.
 type MemberMismatchError struct {
+	// Pool names the pool and Member the member left in it.
 	Pool, Member string
 	// Fields are the differing parts (JSON keys of the hardening record);
 	// empty when the member records none.
-	Fields    []string
+	Fields []string
+	// Want is what this launch would make cold, Got what the member
+	// records.
 	Want, Got hardening
 	// ImageIDs are the member's image and the one the launch's image
 	// reference names now, when those differ (field image_id).
