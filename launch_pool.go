@@ -269,11 +269,11 @@ func (b *matchingBackend) Take(ctx context.Context, m pool.Member) error {
 		return &MemberMismatchError{Pool: m.Pool, Member: m.Name}
 	}
 	if d := b.want.differences(got); len(d) > 0 {
-		return &MemberMismatchError{Pool: m.Pool, Member: m.Name, Fields: d, Want: b.want, Got: got}
+		return &MemberMismatchError{Pool: m.Pool, Member: m.Name, Fields: d, want: b.want, got: got}
 	}
 	if b.imageID != "" && in.Image != b.imageID {
-		return &MemberMismatchError{Pool: m.Pool, Member: m.Name, Fields: []string{"image_id"}, Want: b.want, Got: got,
-			ImageIDs: [2]string{in.Image, b.imageID}}
+		return &MemberMismatchError{Pool: m.Pool, Member: m.Name, Fields: []string{"image_id"}, want: b.want, got: got,
+			imageIDs: [2]string{in.Image, b.imageID}}
 	}
 	return b.PoolBackend.Take(ctx, m)
 }
@@ -288,12 +288,12 @@ type MemberMismatchError struct {
 	// Fields are the differing parts (JSON keys of the hardening record);
 	// empty when the member records none.
 	Fields []string
-	// Want is what this launch would make cold, Got what the member
+	// want is what this launch would make cold, got what the member
 	// records.
-	Want, Got hardening
-	// ImageIDs are the member's image and the one the launch's image
+	want, got hardening
+	// imageIDs are the member's image and the one the launch's image
 	// reference names now, when those differ (field image_id).
-	ImageIDs [2]string
+	imageIDs [2]string
 }
 
 func (e *MemberMismatchError) Error() string {
@@ -302,11 +302,11 @@ func (e *MemberMismatchError) Error() string {
 			e.Pool, e.Member, LabelPoolHardening, e.Pool)
 	}
 	var parts []string
-	wv, gv := reflect.ValueOf(e.Want), reflect.ValueOf(e.Got)
+	wv, gv := reflect.ValueOf(e.want), reflect.ValueOf(e.got)
 	for _, f := range e.Fields {
 		if f == "image_id" {
 			parts = append(parts, fmt.Sprintf("image_id: member %s, this launch %s (the image reference %s has moved since the member was made; podbot pool serve replaces members at pool.max_age, or podbot pool rm and create refill it now)",
-				shortID(e.ImageIDs[0]), shortID(e.ImageIDs[1]), e.Want.Image))
+				shortID(e.imageIDs[0]), shortID(e.imageIDs[1]), e.want.Image))
 			continue
 		}
 		for i := range wv.NumField() {

@@ -132,7 +132,7 @@ func TestMemberPlanMatchesLaunchPlan(t *testing.T) {
 		}
 	}
 	msg := (&MemberMismatchError{Pool: "none", Member: "podbot-pool-none-0123456789ab", Fields: d,
-		Want: hardeningOf(planOf(t, conn, spec, cfg)), Got: memberPlan(t, conn, spec, other)}).Error()
+		want: hardeningOf(planOf(t, conn, spec, cfg)), got: memberPlan(t, conn, spec, other)}).Error()
 	if !strings.Contains(msg, "privileged: member true, this launch false") {
 		t.Errorf("the mismatch error does not say what differs: %s", msg)
 	}
