@@ -321,6 +321,11 @@ func create(ctx context.Context, conn *engine.Conn, opts CreateOptions, reserved
 			}
 		}()
 	}
+	if reserved[launchplan.LabelPool] != "" {
+		// A pool member: a launch that claims it checks it against the
+		// plan it would make cold.
+		plan.Labels[LabelPoolHardening] = hardeningOf(plan).label()
+	}
 	cfg, hc, nc := plan.Render()
 	sandboxHostConfig(plan, hc)
 	if err := conn.EnsureImage(ctx, plan.Image, nil); err != nil {

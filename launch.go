@@ -21,6 +21,7 @@ import (
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/pool"
 	"github.com/podbot/podbot/sandbox"
 	"github.com/podbot/podbot/termsafe"
 	"github.com/podbot/podbot/tokendaemon"
@@ -100,6 +101,19 @@ type LaunchOptions struct {
 	// Egress, when set, is the sandbox's egress mode and policy, replacing
 	// what the configuration says (for library callers and tests).
 	Egress *launchplan.Egress
+	// Pool, when set, claims a ready member of this agent pool instead of
+	// creating the container, then applies what is per claim (credentials,
+	// git identity, the workspace clone, the agent's environment) as a cold
+	// launch would; what a made-ahead member cannot take is refused (see
+	// launchFromPool). The pool's template (image, network, limits)
+	// overrides the configuration, warm or cold.
+	Pool *pool.Spec
+	// PoolWait is how long a claim waits for a ready member before it
+	// launches cold.
+	PoolWait time.Duration
+	// OnClaim, when set, learns how the claim from Pool went, before the
+	// per-claim steps run.
+	OnClaim func(ClaimReport)
 }
 
 // Sandbox is a launched, running agent container: the agent is not started
@@ -130,7 +144,19 @@ type Sandbox struct {
 // create and start the hardened container, credentials, git identity and
 // workspace. Any failure removes what was made (container, token directory)
 // on a context detached from ctx, bounded in time, and returns a StepError.
+//
+// With opts.Pool set, Launch claims a ready member of that agent pool
+// instead (see launchFromPool).
 func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *Sandbox, err error) {
+	if opts.Pool != nil {
+		return launchFromPool(ctx, conn, opts)
+	}
+	return launch(ctx, conn, opts, nil)
+}
+
+// launch is Launch without a pool; tmpl, when set, is the template of the
+// pool a claim found empty, applied to the plan as a member's.
+func launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions, tmpl *pool.Spec) (sb *Sandbox, err error) {
 	progress := opts.Progress
 	if progress == nil {
 		progress = func(string, string) {}
@@ -158,6 +184,9 @@ func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *San
 	req, mount, err := launchRequest(conn, opts)
 	if err != nil {
 		return nil, &StepError{StepPlan, err}
+	}
+	if tmpl != nil {
+		applyAgentTemplate(&req, *tmpl)
 	}
 	if mount != nil {
 		progress(StepWorkspace, "host mount "+mount.String())

@@ -27,6 +27,7 @@ type hostOptions struct {
 	extraArgs           []string
 	egress              egressFlags
 	local               localCloneFlags
+	pool                poolFlags
 }
 
 // configOverrides maps the flags the user gave onto configuration keys.
@@ -80,6 +81,13 @@ podbot again, on the host, with arguments and environment the sandboxed agent
 chose. --allow-terminal-auth (agent.allow_terminal_auth) lets terminal
 authentication through and logs a trust-boundary warning.
 
+--pool NAME claims a ready sandbox from agent pool NAME (see podbot pool)
+and applies the credentials, git identity and --repo clone to it; an empty
+pool launches cold from the pool's template (--wait waits for a member
+first). What a sandbox made ahead cannot take is refused: --workspace, a
+local --repo PATH, --allow-host, [[secrets]], a GitHub App token, and a
+network.mode other than the pool's.
+
 Codex app-server mode (--agent-mode codex_app_server) forwards bytes
 unchanged; set agent.codex_block_dynamic_tools to refuse item/tool/call
 requests, which would run dynamic tools on the IDE's host.
@@ -120,6 +128,9 @@ mock provider), and its host:port joins the egress allowlist.
 			if err := opts.egress.check(); err != nil {
 				return err
 			}
+			if err := opts.pool.check(); err != nil {
+				return err
+			}
 			ws, err := absWorkspace(opts.workspace)
 			if err != nil {
 				return err
@@ -143,6 +154,7 @@ mock provider), and its host:port joins the egress allowlist.
 	fl.StringVar(&opts.name, "name", "", "container `NAME` (default: generated)")
 	opts.egress.register(fl)
 	opts.local.register(fl)
+	opts.pool.register(fl)
 	return cmd
 }
 
@@ -170,6 +182,9 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 	}
 	if lo.LocalClone != nil {
 		lo.Repo, lo.Branch = "", ""
+	}
+	if err := opts.pool.apply(f, &lo); err != nil {
+		return err
 	}
 	// An IDE that goes away closes the pipe behind stdout. Receiving SIGPIPE
 	// turns the next write into an error instead of killing podbot, so the

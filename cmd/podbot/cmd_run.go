@@ -21,6 +21,7 @@ type runOptions struct {
 	extraArgs    []string
 	egress       egressFlags
 	local        localCloneFlags
+	pool         poolFlags
 }
 
 func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra.Command {
@@ -50,13 +51,21 @@ file is removed when the container stops.
 A failed step, or an interrupt (SIGINT, SIGTERM) at any time, removes the
 container and its token directory and names the step.
 
+--pool NAME claims a ready sandbox from agent pool NAME (see podbot pool)
+and applies the credentials, git identity and --repo clone to it; an empty
+pool launches cold from the pool's template (--wait waits for a member
+first). What a sandbox made ahead cannot take is refused: --workspace, a
+local --repo PATH, --allow-host, [[secrets]], a GitHub App token, and a
+network.mode other than the pool's.
+
 ` + egressHelp,
 		Example: `  podbot run --repo acme/widgets --branch main --agent claude
   podbot run --workspace ~/src/widgets --agent codex --rm
   podbot run --repo . --dirty --agent claude      # a private copy on branch podbot/<name>
   podbot run --workspace . --agent custom -- --verbose
   podbot run --workspace . --allow-host api.example.com --allow-host '*.cdn.example.com:8443'
-  podbot run --workspace . --network none`,
+  podbot run --workspace . --network none
+  podbot run --pool agents --network none --repo acme/widgets --agent claude   # a warm sandbox`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.parseArgs(args, cmd.ArgsLenAtDash()); err != nil {
 				return err
@@ -80,6 +89,7 @@ container and its token directory and names the step.
 	fl.BoolVar(&opts.remove, "rm", false, "remove the container when the agent exits")
 	opts.egress.register(fl)
 	opts.local.register(fl)
+	opts.pool.register(fl)
 	return cmd
 }
 
@@ -95,6 +105,9 @@ func (o *runOptions) parseArgs(args []string, dash int) error {
 		return &usageError{msg: "--branch must not be empty"}
 	}
 	if err := o.egress.check(); err != nil {
+		return err
+	}
+	if err := o.pool.check(); err != nil {
 		return err
 	}
 	ws, err := absWorkspace(o.workspace)
@@ -150,6 +163,9 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		lo.Branch = opts.branch
 	}
 	lo.HostPath = opts.workspace
+	if err := opts.pool.apply(f, &lo); err != nil {
+		return err
+	}
 	res, err := podbot.Run(ctx, conn, podbot.RunOptions{
 		Launch: lo, Remove: opts.remove,
 		Stdin: f.ios.In, Stdout: f.ios.Out, Stderr: f.ios.ErrOut,
