@@ -73,11 +73,17 @@ func sandboxOf(p *corev1.Pod) Sandbox {
 // when ctx ends, the start deadline passes, the Pod cannot start (an image
 // that cannot be pulled, a refused spec) or anything else fails, both
 // objects are deleted before Create returns its error, so a failed or
-// interrupted Create leaves nothing behind.
-func (c *Client) Create(ctx context.Context, plan launchplan.Plan) (sb Sandbox, err error) {
+// interrupted Create leaves nothing behind. opts change the Pod BuildPod
+// made before it is created.
+func (c *Client) Create(ctx context.Context, plan launchplan.Plan, opts ...PodOption) (sb Sandbox, err error) {
 	pod, err := BuildPod(plan, c.opts)
 	if err != nil {
 		return Sandbox{}, err
+	}
+	for _, o := range opts {
+		if err := o(pod); err != nil {
+			return Sandbox{}, err
+		}
 	}
 	np := BuildNetworkPolicy(pod, plan.Egress.Mode)
 	if plan.Network == "none" {

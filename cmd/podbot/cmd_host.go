@@ -12,6 +12,7 @@ import (
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/agentkind"
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 )
@@ -155,9 +156,12 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 		return err
 	}
 	f.warnEgress(loaded)
-	conn, err := f.engine(ctx)
-	if err != nil {
-		return err
+	onKube := loaded.Config.Sandbox.Backend == config.BackendKubernetes
+	var conn *engine.Conn
+	if !onKube {
+		if conn, err = f.engine(ctx); err != nil {
+			return err
+		}
 	}
 	lo, err := f.launchOptions(ctx, loaded, launchplan.IntentHosting)
 	if err != nil {
@@ -177,7 +181,13 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
-	code, err := podbot.Host(ctx, conn, podbot.HostOptions{Launch: lo, Stdin: f.ios.In, Stdout: f.ios.Out})
+	ho := podbot.HostOptions{Launch: lo, Stdin: f.ios.In, Stdout: f.ios.Out}
+	var code int
+	if onKube {
+		code, err = hostOnKubernetes(ctx, f, ho)
+	} else {
+		code, err = podbot.Host(ctx, conn, ho)
+	}
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 )
@@ -132,9 +134,12 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		return err
 	}
 	f.warnEgress(loaded)
-	conn, err := f.engine(ctx)
-	if err != nil {
-		return err
+	onKube := cfg.Sandbox.Backend == config.BackendKubernetes
+	var conn *engine.Conn
+	if !onKube {
+		if conn, err = f.engine(ctx); err != nil {
+			return err
+		}
 	}
 	lo, err := f.launchOptions(ctx, loaded, launchplan.IntentInteractive)
 	if err != nil {
@@ -150,16 +155,25 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		lo.Branch = opts.branch
 	}
 	lo.HostPath = opts.workspace
-	res, err := podbot.Run(ctx, conn, podbot.RunOptions{
+	ro := podbot.RunOptions{
 		Launch: lo, Remove: opts.remove,
 		Stdin: f.ios.In, Stdout: f.ios.Out, Stderr: f.ios.ErrOut,
 		InTTY: f.ios.InTTY, OutTTY: f.ios.OutTTY,
-	})
+	}
+	var res podbot.RunResult
+	if onKube {
+		res, err = runOnKubernetes(ctx, f, ro)
+	} else {
+		res, err = podbot.Run(ctx, conn, ro)
+	}
 	if err != nil {
 		return err
 	}
 	if !f.global.quiet {
-		if res.Kept {
+		if res.Kept && onKube {
+			fmt.Fprintf(f.ios.ErrOut, "podbot: agent exited with status %d; Pod %s kept running (a Pod cannot be stopped: podbot exec %s, podbot rm -f %s)\n",
+				res.ExitCode, res.Name, res.Name, res.Name)
+		} else if res.Kept {
 			fmt.Fprintf(f.ios.ErrOut, "podbot: agent exited with status %d; container %s stopped and kept (podbot start %s, podbot rm %s)\n",
 				res.ExitCode, res.Name, res.Name, res.Name)
 		} else {
