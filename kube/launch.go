@@ -106,3 +106,18 @@ func (c *Client) deleteSecret(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// deleteOwnSecret deletes the Secret name when it is the sandbox's own
+// (podbot's labels, the Pod's session); a missing one is not an error.
+func (c *Client) deleteOwnSecret(ctx context.Context, name, session string) error {
+	s, err := c.cs.CoreV1().Secrets(c.namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return c.classify("get secret", name, err)
+	case s.Labels[launchplan.LabelManaged] != "true" || s.Labels[launchplan.LabelSession] != session:
+		return nil
+	}
+	return c.deleteSecret(ctx, name)
+}

@@ -291,7 +291,8 @@ type RemoveOptions struct {
 	Any bool
 }
 
-// Remove deletes a sandbox's Pod and NetworkPolicy. A running Pod needs Force.
+// Remove deletes a sandbox's Pod, NetworkPolicy and Secret (podbot run and
+// host make one). A running Pod needs Force.
 func (c *Client) Remove(ctx context.Context, name string, opts RemoveOptions) (Sandbox, error) {
 	sb, err := c.Get(ctx, name, opts.Any)
 	if err != nil {
@@ -303,9 +304,13 @@ func (c *Client) Remove(ctx context.Context, name string, opts RemoveOptions) (S
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
-	// A Pod podbot did not create (--any) has no policy of podbot's: a
-	// policy of the same name is someone else's.
-	return sb, c.deleteObjects(cctx, name, true, sb.Managed())
+	// A Pod podbot did not create (--any) has no policy or Secret of
+	// podbot's: one of the same name is someone else's.
+	err = c.deleteObjects(cctx, name, true, sb.Managed())
+	if sb.Managed() {
+		err = errors.Join(err, c.deleteOwnSecret(cctx, name, sb.Labels[launchplan.LabelSession]))
+	}
+	return sb, err
 }
 
 // ListOptions select the Pods List returns.

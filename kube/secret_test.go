@@ -259,3 +259,39 @@ func TestSecretEnvCommand(t *testing.T) {
 		t.Error("a missing variable ran the command")
 	}
 }
+
+func TestRemoveDeletesOwnSecretOnly(t *testing.T) {
+	ctx := context.Background()
+	for _, foreign := range []bool{false, true} {
+		cs := fake.NewClientset()
+		runningReactor(cs, corev1.PodRunning, "")
+		c := NewForClientset(cs, "sb", Options{})
+		plan := secretPlan(t)
+		var sb Sandbox
+		var err error
+		if foreign {
+			// A Secret of the Pod's name that podbot did not make.
+			other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: plan.Name, Namespace: "sb", Labels: map[string]string{launchplan.LabelManaged: "true", launchplan.LabelSession: "other"}}}
+			if _, err := cs.CoreV1().Secrets("sb").Create(ctx, other, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			sb, err = c.Launch(ctx, plan, LaunchOptions{})
+		} else {
+			sb, err = c.Launch(ctx, plan, LaunchOptions{Secret: SecretData{Env: plan.AgentEnv}})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Remove(ctx, sb.Name, RemoveOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		assertNothingLeft(t, cs)
+		secrets, _ := cs.CoreV1().Secrets("sb").List(ctx, metav1.ListOptions{})
+		if foreign && len(secrets.Items) != 1 {
+			t.Errorf("the foreign Secret was deleted")
+		}
+		if !foreign && len(secrets.Items) != 0 {
+			t.Errorf("the sandbox's Secret was left behind")
+		}
+	}
+}
