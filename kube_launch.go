@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
@@ -62,27 +63,31 @@ type kubeBackend struct {
 
 func newKubeBackend(kc *kube.Client) *kubeBackend { return &kubeBackend{kc: kc} }
 
-// adapt refuses what needs the engine (the credential vault, a local
-// clone, a host mount, a GitHub token, the allowlist proxy, the
-// privileged profile) and gives the agent a writable home and workspace.
-func (b *kubeBackend) adapt(opts LaunchOptions, req launchplan.Request, plan *launchplan.Plan) error {
-	if n := len(opts.Config.Secrets); n > 0 {
+// check refuses what needs the engine or the host: the credential vault,
+// a local clone, a host mount, a GitHub token.
+func (b *kubeBackend) check(opts LaunchOptions) error {
+	cfg := opts.Config
+	switch {
+	case len(cfg.Secrets) > 0:
 		return &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
-			Msg: fmt.Sprintf("the %d [[secrets]] entries need the egress proxy's credential vault, which does not run on the kubernetes backend yet", n)}
-	}
-	switch req.Workspace.Strategy {
-	case launchplan.WorkspaceLocalClone:
+			Msg: fmt.Sprintf("the %d [[secrets]] entries need the egress proxy's credential vault, which does not run on the kubernetes backend yet", len(cfg.Secrets))}
+	case localCloneOf(opts) != nil || cfg.Workspace.Source == config.SourceLocalClone:
 		return &errdefs.ConfigError{Key: "workspace.source", Reason: errdefs.ErrUnsupported,
 			Msg: "a local_clone workspace (--repo PATH) is copied in through the engine's copy API, which the kubernetes backend does not have yet; use --repo OWNER/NAME (cloned in the Pod) or --backend engine"}
-	case launchplan.WorkspaceHostMount:
+	case opts.HostPath != "" || cfg.Workspace.Source == config.SourceHostMount:
 		return &errdefs.ConfigError{Key: "workspace.host_path", Reason: errdefs.ErrUnsupported,
-			Msg: "a host-mount workspace (--workspace PATH) needs a host path, which a Pod never gets; use --repo OWNER/NAME (cloned in the Pod) or --backend engine"}
-	case launchplan.WorkspaceGitHubClone:
-		if opts.TokenSource != nil {
-			return &errdefs.ConfigError{Key: "github", Reason: errdefs.ErrUnsupported,
-				Msg: "a GitHub installation token goes only into a sandbox where podbot-sidecar is git's askpass program, and Pods do not carry podbot-sidecar yet; on the kubernetes backend clone public repositories with no [github] App configured, or use --backend engine"}
-		}
+			Msg: "a host-mount workspace (--workspace PATH) needs a host path, which a Pod never gets on the kubernetes backend; use --repo OWNER/NAME (cloned in the Pod) or --backend engine"}
+	case opts.Repo != "" && opts.TokenSource != nil:
+		return &errdefs.ConfigError{Key: "github", Reason: errdefs.ErrUnsupported,
+			Msg: "a GitHub installation token goes only into a sandbox where podbot-sidecar is git's askpass program, and Pods do not carry podbot-sidecar yet; on the kubernetes backend clone public repositories with no [github] App configured, or use --backend engine"}
 	}
+	return nil
+}
+
+// adapt refuses a plan a Pod cannot carry (the allowlist proxy, the
+// privileged profile, ...) and gives the agent a writable home and, for
+// a clone, a writable workspace.
+func (b *kubeBackend) adapt(opts LaunchOptions, req launchplan.Request, plan *launchplan.Plan) error {
 	if err := kube.Supported(*plan); err != nil {
 		return err
 	}
@@ -153,20 +158,7 @@ func (b *kubeBackend) Exec(ctx context.Context, name string, opts engine.ExecOpt
 		return 0, &errdefs.ContainerError{Op: "kubernetes exec", Container: name, Reason: errdefs.ErrUnsupported,
 			Msg: fmt.Sprintf("user %q: pods/exec runs as the Pod's user (%q) only", opts.User, b.user)}
 	}
-	var names, public []string
-	for _, e := range opts.Env {
-		k, v, _ := strings.Cut(e, "=")
-		if sv, ok := b.secretEnv[k]; ok && sv == v {
-			names = append(names, k)
-			continue
-		}
-		public = append(public, e)
-	}
-	cmd := opts.Cmd
-	if len(public) > 0 {
-		cmd = append(append([]string{"env"}, public...), cmd...)
-	}
-	cmd, err := kube.SecretEnvCommand(names, cmd)
+	cmd, err := b.execCommand(opts.Env, opts.Cmd)
 	if err != nil {
 		return 0, err
 	}
@@ -202,4 +194,23 @@ func (b *kubeBackend) Exec(ctx context.Context, name string, opts engine.ExecOpt
 		}
 	}
 	return b.kc.Exec(ctx, name, ko)
+}
+
+// execCommand is cmd run with env: the agent's variables (those in the
+// Pod's Secret, with the same value) read from the Secret's mount, the
+// others set by env(1) in the command.
+func (b *kubeBackend) execCommand(env, cmd []string) ([]string, error) {
+	var names, public []string
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		if sv, ok := b.secretEnv[k]; ok && sv == v {
+			names = append(names, k)
+			continue
+		}
+		public = append(public, e)
+	}
+	if len(public) > 0 {
+		cmd = append(append([]string{"env"}, public...), cmd...)
+	}
+	return kube.SecretEnvCommand(names, cmd)
 }

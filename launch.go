@@ -163,6 +163,9 @@ func launch(ctx context.Context, be launchBackend, conn *engine.Conn, opts Launc
 	}()
 
 	progress(StepPlan, "resolving the launch plan")
+	if err := be.check(opts); err != nil {
+		return nil, &StepError{StepPlan, err}
+	}
 	req, mount, err := launchRequest(conn, opts)
 	if err != nil {
 		return nil, &StepError{StepPlan, err}

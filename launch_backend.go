@@ -23,9 +23,11 @@ import (
 type launchBackend interface {
 	// Exec runs a command in the sandbox and returns its exit status.
 	Exec(ctx context.Context, id string, opts engine.ExecOptions) (int, error)
-	// adapt checks the request and plan against what the backend can do
-	// (refusing the rest with an *errdefs.ConfigError) and adapts the plan
-	// to it; it runs before anything is made.
+	// check refuses, with an *errdefs.ConfigError, launch options the
+	// backend cannot honour; it runs first, before the request is built.
+	check(opts LaunchOptions) error
+	// adapt checks the normalized plan against what the backend can do
+	// and adapts the plan to it; it runs before anything is made.
 	adapt(opts LaunchOptions, req launchplan.Request, plan *launchplan.Plan) error
 	// ensureImage makes the plan's image available.
 	ensureImage(ctx context.Context, image string) error
@@ -48,6 +50,8 @@ type launchBackend interface {
 type engineBackend struct {
 	*engine.Conn
 }
+
+func (engineBackend) check(LaunchOptions) error { return nil }
 
 func (engineBackend) adapt(LaunchOptions, launchplan.Request, *launchplan.Plan) error { return nil }
 
