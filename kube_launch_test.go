@@ -54,7 +54,7 @@ func TestKubeBackendCheckRefuses(t *testing.T) {
 func TestKubeBackendAdapt(t *testing.T) {
 	req := launchplan.Request{Intent: launchplan.IntentInteractive, Image: "img", SessionID: "0123456789abcdef",
 		Agent: launchplan.Agent{Kind: "custom", Command: "/bin/agent"}, AgentEnv: []string{"KEY=v"},
-		Egress: launchplan.Egress{Mode: egress.ModeNone},
+		Egress:    launchplan.Egress{Mode: egress.ModeNone},
 		Workspace: launchplan.Workspace{Strategy: launchplan.WorkspaceGitHubClone, BaseDir: "/workspace", ContainerPath: "/workspace/acme/app"}}
 	plan, err := launchplan.Normalize(req)
 	if err != nil {
