@@ -52,6 +52,11 @@ file is removed when the container stops.
 A failed step, or an interrupt (SIGINT, SIGTERM) at any time, removes the
 container and its token directory and names the step.
 
+On the kubernetes backend (--backend kubernetes) the sandbox is a Pod: the
+credential files and the allowlisted variables go in through a Secret of its
+own, mounted read-only (never the Pod spec), and without --rm the Pod keeps
+running after the agent exits (podbot rm -f deletes it).
+
 ` + egressHelp,
 		Example: `  podbot run --repo acme/widgets --branch main --agent claude
   podbot run --workspace ~/src/widgets --agent codex --rm
