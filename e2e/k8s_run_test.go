@@ -32,7 +32,7 @@ sed 's/^/ENV:/' "$HOME/env.txt"
 echo "claude=$(cat "$HOME/.claude/settings.json")"
 echo "gitname=$(git config --global user.name)"
 if touch `+kube.SecretMountPath+`/x 2>/dev/null; then echo secret-ro=no; else echo secret-ro=yes; fi
-echo waiting-for-input
+echo "waiting-$((20+6))-for-input"
 read line
 echo "size2=$(stty size)"
 exit 7
@@ -91,7 +91,8 @@ func TestK8sRunStubAgentOnTerminal(t *testing.T) {
 	name := "k8srun-" + suite.runID
 	cmd := pb.cmd(t, ctx, "run", "--name", name)
 	p := startOnPTY(t, cmd, 31, 97)
-	if !waitFor(t, &p.out, "waiting-for-input", 2*time.Minute, nil) {
+	// The progress line shows the script; only the agent prints the sum.
+	if !waitFor(t, &p.out, "waiting-26-for-input", 2*time.Minute, nil) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("the stub agent did not start; output:\n%s", p.out.String())
 	}
@@ -168,14 +169,31 @@ func TestK8sRunStubAgentOnTerminal(t *testing.T) {
 	if code != 7 {
 		t.Fatalf("podbot run exit %d, want the agent's 7; output:\n%s", code, out)
 	}
-	for _, want := range []string{"podbot: plan:", "podbot: create: " + name, "podbot: credentials: copying", "podbot: agent: /bin/sh",
-		"tty=yes", "size=31 97", "size2=40 100", "claude=" + marker, "gitname=K8s Stub", "secret-ro=yes", "podbot-stub-agent-ready", "kept running"} {
+	for _, want := range []string{"podbot: plan:", "podbot: create: " + name, "podbot: credentials: copying [/home/podbot/.claude] into /home/podbot",
+		"podbot: git identity:", "podbot: agent: /bin/sh", "kept running"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// What the agent printed: everything after its progress line (which
+	// quotes the script).
+	_, agentOut, ok := strings.Cut(out, " (terminal)\n")
+	if !ok {
+		t.Fatalf("no agent progress line with a terminal:\n%s", out)
+	}
+	for _, want := range []string{"\ntty=yes\n", "\nsize=31 97\n", "\nsize2=40 100\n", "\nclaude=" + marker + "\n", "\ngitname=K8s Stub\n",
+		"\nsecret-ro=yes\n", "podbot-stub-agent-ready\n"} {
+		if !strings.Contains(agentOut, want) {
+			t.Errorf("the agent's output lacks %q:\n%s", want, agentOut)
+		}
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("podbot run on the cluster:\n%s", out)
+		}
+	}()
 	var env []string
-	for _, l := range strings.Split(out, "\n") {
+	for _, l := range strings.Split(agentOut, "\n") {
 		if v, ok := strings.CutPrefix(l, "ENV:"); ok {
 			env = append(env, v)
 		}
@@ -430,7 +448,7 @@ func TestK8sRunRefusals(t *testing.T) {
 		args   []string
 		want   string
 	}{
-		{"", []string{"run", "--workspace", ws}, "host-mount workspace"},
+		{fmt.Sprintf("[workspace]\nallowed_roots = [%q]\n", ws), []string{"run", "--workspace", ws}, "host-mount workspace"},
 		{"", []string{"run", "--repo", ws}, "local_clone"},
 		{"", []string{"run", "--network", "allowlist"}, "network.mode"},
 		{"[[secrets]]\nname = \"api\"\nsource = \"env:API_KEY\"\nhosts = [\"api.example.com\"]\nheader = \"x-api-key: {}\"\nenv = \"API_KEY\"\n",
