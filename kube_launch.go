@@ -57,6 +57,8 @@ type kubeBackend struct {
 	user string
 	// scratch are the directories the Pod gets as emptyDirs.
 	scratch []string
+	// podOpts change the Pod further.
+	podOpts []kube.PodOption
 	// secretEnv are the agent's variables in the Pod's Secret.
 	secretEnv map[string]string
 }
@@ -104,6 +106,8 @@ func (b *kubeBackend) adapt(opts LaunchOptions, req launchplan.Request, plan *la
 			base = plan.WorkingDir
 		}
 		b.scratch = append(b.scratch, base)
+		// The clone makes the workspace; the container starts in its parent.
+		b.podOpts = append(b.podOpts, kube.WithWorkingDir(base))
 	}
 	return nil
 }
@@ -119,7 +123,7 @@ func (b *kubeBackend) start(ctx context.Context, plan launchplan.Plan, arch *cre
 	if arch != nil {
 		data.Credentials = arch.Tar
 	}
-	sb, err := b.kc.Launch(ctx, plan, kube.LaunchOptions{Secret: data, ScratchDirs: b.scratch})
+	sb, err := b.kc.Launch(ctx, plan, kube.LaunchOptions{Secret: data, ScratchDirs: b.scratch, PodOptions: b.podOpts})
 	if err != nil {
 		return "", err
 	}

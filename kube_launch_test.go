@@ -79,6 +79,14 @@ func TestKubeBackendAdapt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, o := range b.podOpts {
+		if err := o(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if wd := pod.Spec.Containers[0].WorkingDir; wd != "/workspace" {
+		t.Errorf("the Pod starts in %q, want the clone's parent /workspace (the clone makes its own directory)", wd)
+	}
 	for _, e := range pod.Spec.Containers[0].Env {
 		if e.Name == "KEY" {
 			t.Errorf("the agent's variable is in the Pod spec: %+v", e)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -463,6 +465,72 @@ func TestK8sRunRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want a refusal naming %s", tc.args, r.Code, r.Stderr, tc.want)
 		}
 	}
+	c.nothingLeft(t, ctx, ns)
+	c.noSecrets(t, ctx, ns)
+}
+
+// k8sPodBridge is the bridge the test cluster's Pods hang off
+// (scripts/k8s.sh): its address on the host is the one address outside
+// their own network namespace that Pods reach.
+const k8sPodBridge = "podbot-k8s0"
+
+// podReachableAddr is the host's address on the Pods' bridge.
+func podReachableAddr(t *testing.T) string {
+	t.Helper()
+	ifc, err := net.InterfaceByName(k8sPodBridge)
+	if err != nil {
+		t.Fatalf("the test cluster's Pod bridge %s: %v (is the cluster up? scripts/k8s.sh status)", k8sPodBridge, err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	t.Fatalf("%s has no IPv4 address", k8sPodBridge)
+	return ""
+}
+
+// TestK8sRunClonesRepository: podbot run --repo OWNER/NAME --branch B on
+// the cluster clones the repository by exec inside the Pod, into the
+// workspace the agent starts in, from a git server on the host (a public
+// repository: no token on this backend).
+func TestK8sRunClonesRepository(t *testing.T) {
+	c := k8sCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := c.k8sNamespace(t, ctx)
+	repos := t.TempDir()
+	newHostRepo(t, repos, "acme/sample", "feature")
+	addr := podReachableAddr(t)
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: newGitServer(t, repos, nil).backend, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	pb := c.podbot(ns)
+	pb.config = k8sRunConfig(`echo "cwd=$(pwd)"; echo "branch=$(git rev-parse --abbrev-ref HEAD)"; echo "feature=$(cat feature.txt)"`) +
+		fmt.Sprintf("[github]\nclone_base_url = %q\n", "http://"+l.Addr().String()+"/")
+	pb.env = []string{"HOME=" + t.TempDir()}
+	r := pb.run(t, ctx, nil, "run", "--rm", "--network", "open", "--repo", "acme/sample", "--branch", "feature")
+	if r.Code != 0 {
+		t.Fatalf("podbot run: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{"cwd=/work/sample\n", "branch=feature\n", "feature=feature\n"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s\nstderr: %s", want, r.Stdout, r.Stderr)
+		}
+	}
+	if !strings.Contains(r.Stderr, "podbot: workspace: cloning acme/sample at feature") {
+		t.Errorf("no clone step on stderr:\n%s", r.Stderr)
+	}
+	c.waitGone(t, ctx, ns)
 	c.nothingLeft(t, ctx, ns)
 	c.noSecrets(t, ctx, ns)
 }

@@ -27,6 +27,18 @@ type LaunchOptions struct {
 	Secret SecretData
 	// ScratchDirs get an empty, writable directory each (WithScratchDirs).
 	ScratchDirs []string
+	// PodOptions change the Pod further, after the scratch directories.
+	PodOptions []PodOption
+}
+
+// WithWorkingDir sets the sandbox container's working directory. A
+// directory the launch makes later (a clone's) must not be the Pod's: the
+// runtime would create it, owned by root, before the agent's user could.
+func WithWorkingDir(dir string) PodOption {
+	return func(pod *corev1.Pod) error {
+		pod.Spec.Containers[0].WorkingDir = dir
+		return nil
+	}
 }
 
 // Launch is Create for podbot run and podbot host: the plan's Pod with
@@ -41,7 +53,7 @@ func (c *Client) Launch(ctx context.Context, plan launchplan.Plan, opts LaunchOp
 	if err != nil {
 		return Sandbox{}, err
 	}
-	podOpts := []PodOption{WithScratchDirs(opts.ScratchDirs...)}
+	podOpts := append([]PodOption{WithScratchDirs(opts.ScratchDirs...)}, opts.PodOptions...)
 	if opts.Secret.Empty() {
 		return c.Create(ctx, plan, podOpts...)
 	}
