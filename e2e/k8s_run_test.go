@@ -437,6 +437,116 @@ func TestK8sHostACPPolicy(t *testing.T) {
 	})
 }
 
+// codexProbeAgent is a Codex app-server stand-in: it answers initialize,
+// and on thread/start asks the client to run a dynamic tool
+// (item/tool/call), then answers with the reply it got.
+const codexProbeAgent = `import json, sys
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+lines = iter(sys.stdin)
+for line in lines:
+    msg = json.loads(line)
+    method = msg.get("method")
+    if method == "initialize":
+        send({"id": msg["id"], "result": {"userAgent": "probe"}})
+    elif method == "thread/start":
+        send({"id": "tool", "method": "item/tool/call", "params": {"tool": "shell", "arguments": {"cmd": "id"}}})
+        for l in lines:
+            r = json.loads(l)
+            if r.get("id") == "tool" and "method" not in r:
+                break
+        send({"id": msg["id"], "result": {"toolReply": r}})
+`
+
+// TestK8sHostCodexAppServer runs podbot host in Codex app-server mode on
+// the cluster with agent.codex_block_dynamic_tools: the agent's
+// item/tool/call request is refused by podbot (-32601) and logged, the
+// rest passes unchanged, and nothing is left.
+func TestK8sHostCodexAppServer(t *testing.T) {
+	c := k8sCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := c.k8sNamespace(t, ctx)
+	pb := c.podbot(ns)
+	pb.config = strings.Replace(k8sHostConfig(codexProbeAgent), `mode = "acp"`, "mode = \"codex_app_server\"\ncodex_block_dynamic_tools = true", 1)
+	frames := []string{
+		`{"id":0,"method":"initialize","params":{"clientInfo":{"name":"e2e","version":"1"}}}`,
+		`{"id":1,"method":"thread/start","params":{}}`,
+	}
+	lines, stderr := exchangeFrames(t, pb.cmd(t, ctx, "host", "--name", "k8scodex-"+suite.runID), frames)
+	if !strings.Contains(lines[0], `"userAgent": "probe"`) {
+		t.Errorf("initialize answer %q", lines[0])
+	}
+	var resp struct {
+		ID     int `json:"id"`
+		Result struct {
+			ToolReply struct {
+				Error *rpcError `json:"error"`
+			} `json:"toolReply"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &resp); err != nil || resp.ID != 1 {
+		t.Fatalf("thread/start answer %q: %v", lines[1], err)
+	}
+	if e := resp.Result.ToolReply.Error; e == nil || e.Code != -32601 || !strings.Contains(e.Message, "codex_block_dynamic_tools") {
+		t.Errorf("item/tool/call: the agent got %+v, want podbot's -32601 refusal", e)
+	}
+	if !strings.Contains(stderr, "refused an agent request") {
+		t.Errorf("the refusal was not logged:\n%s", stderr)
+	}
+	c.waitGone(t, ctx, ns)
+	c.nothingLeft(t, ctx, ns)
+	c.noSecrets(t, ctx, ns)
+}
+
+// TestK8sHostSignalCleansUp sends SIGTERM to podbot host on the cluster
+// while its agent runs and the client still holds stdin open: podbot
+// exits 130 with nothing on stdout, and the Pod, its NetworkPolicy and
+// its Secret (the agent has an allowlisted variable) are gone.
+func TestK8sHostSignalCleansUp(t *testing.T) {
+	c := k8sCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := c.k8sNamespace(t, ctx)
+	pb := c.podbot(ns)
+	pb.config = strings.Replace(k8sHostConfig(probeAgent), "[creds]", "env_allowlist = [\"STUB_ALLOWED\"]\n[creds]", 1)
+	pb.env = []string{"STUB_ALLOWED=x"}
+	cmd := pb.cmd(t, ctx, "host", "--name", "k8ssig-"+suite.runID)
+	stdin, err := cmd.StdinPipe() // held open: the IDE is still there
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var out lockedBuffer
+	errOut := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = &out, errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(t, errOut, "hosting agent", time.Minute, nil) {
+		_ = cmd.Process.Kill()
+		t.Fatalf("podbot host never started the agent:\n%s", errOut.String())
+	}
+	if _, err := c.client.CoreV1().Secrets(ns).Get(ctx, "k8ssig-"+suite.runID, metav1.GetOptions{}); err != nil {
+		t.Errorf("the sandbox's Secret: %v", err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitStatus(t, cmd.Wait(), cmd.Args); code != 130 {
+		t.Errorf("exit %d after SIGTERM, want 130 (interrupted)", code)
+	}
+	if out.String() != "" {
+		t.Errorf("stdout held %q; no frame was exchanged", out.String())
+	}
+	c.waitGone(t, ctx, ns)
+	c.nothingLeft(t, ctx, ns)
+	c.noSecrets(t, ctx, ns)
+}
+
 // TestK8sRunRefusals: what the backend cannot do yet is refused before
 // any object is made, naming the key.
 func TestK8sRunRefusals(t *testing.T) {
