@@ -66,7 +66,8 @@ stdout carries the agent's protocol frames and nothing else: launch progress,
 warnings, errors and the agent's own stderr go to stderr (see --quiet and
 --log-format). When the IDE closes stdin, the agent's stdin is closed and
 podbot waits for it to exit; podbot exits with the agent's status. SIGINT or
-SIGTERM stops the agent. The container is removed when podbot exits.
+SIGTERM stops the agent. The container is removed when podbot exits (on the
+kubernetes backend: the Pod, its NetworkPolicy and its Secret).
 
 ACP mode (--agent-mode acp) keeps the IDE's host out of the agent's reach:
 the initialize request loses clientCapabilities.fs, .terminal, .auth.terminal
