@@ -666,7 +666,7 @@ func (sb *Sandbox) run(ctx context.Context, argv, env []string, dir string, stdo
 	if stdout != nil {
 		opts.Stdout = &limitedBuffer{buf: stdout, max: maxStepOutput}
 	}
-	code, err := sb.be.Exec(ctx, sb.ID, opts)
+	code, err := sb.backend().Exec(ctx, sb.ID, opts)
 	if err != nil {
 		return err
 	}
@@ -687,7 +687,7 @@ func (sb *Sandbox) Stop(ctx context.Context, timeout time.Duration) error {
 	}
 	var errs []error
 	if sb.ID != "" {
-		if err := sb.be.stop(ctx, sb.ID, timeout); err != nil {
+		if err := sb.backend().stop(ctx, sb.ID, timeout); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -728,7 +728,7 @@ func (sb *Sandbox) Close(ctx context.Context, remove bool) error {
 	sb.stopRefresh()
 	var errs []error
 	if remove && sb.ID != "" {
-		if err := sb.be.remove(ctx, sb.ID); err != nil {
+		if err := sb.backend().remove(ctx, sb.ID); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -113,3 +113,12 @@ func (b engineBackend) remove(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// backend is where sb lives: its launch backend, or the engine behind it
+// for a Sandbox made without one.
+func (sb *Sandbox) backend() launchBackend {
+	if sb.be == nil {
+		return engineBackend{sb.conn}
+	}
+	return sb.be
+}
