@@ -35,7 +35,12 @@ type HostOptions struct {
 // Nothing is ever written to Stdout but the agent's frames (and, under the
 // ACP policy, the answers the policy gives in the agent's place): launch
 // progress and diagnostics go to Launch.Progress and Launch.Logger.
-func Host(ctx context.Context, conn *engine.Conn, opts HostOptions) (code int, err error) {
+func Host(ctx context.Context, conn *engine.Conn, opts HostOptions) (int, error) {
+	return host(ctx, engineBackend{conn}, conn, opts)
+}
+
+// host is Host on backend be (conn is the engine behind it, or nil).
+func host(ctx context.Context, be launchBackend, conn *engine.Conn, opts HostOptions) (code int, err error) {
 	opts.Launch.Intent = launchplan.IntentHosting
 	logger := opts.Launch.Logger
 	if logger == nil {
@@ -52,7 +57,7 @@ func Host(ctx context.Context, conn *engine.Conn, opts HostOptions) (code int, e
 		return 0, &errdefs.ContainerError{Op: "host", Reason: errdefs.ErrInvalidValue,
 			Msg: "hosting needs both the client's input and output streams"}
 	}
-	sb, err := Launch(ctx, conn, opts.Launch)
+	sb, err := launchOn(ctx, be, conn, opts.Launch)
 	if err != nil {
 		return 0, err
 	}
@@ -69,7 +74,7 @@ func Host(ctx context.Context, conn *engine.Conn, opts HostOptions) (code int, e
 			Msg: "the launch plan has no agent command; set agent.kind (and agent.command for custom)"}
 	}
 	logger.Info("hosting agent", "container", sb.Name, "mode", policy.Mode.String(), "command", exec.Cmd)
-	return hostflow.Serve(ctx, conn, hostflow.Options{
+	return hostflow.Serve(ctx, be, hostflow.Options{
 		ContainerID: sb.ID,
 		Cmd:         exec.Cmd,
 		Env:         exec.Env,

@@ -1,13 +1,11 @@
 package podbot
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -129,6 +127,10 @@ type Sandbox struct {
 	// Workspace is the in-container working directory of the agent.
 	Workspace string
 
+	// be is where the sandbox lives; conn is the engine behind it (nil
+	// on another backend), which the engine-only steps (token daemon,
+	// egress proxy, vault, local clone) use.
+	be        launchBackend
 	conn      *engine.Conn
 	egress    *egressSetup
 	token     *tokendaemon.Daemon
@@ -148,15 +150,27 @@ type Sandbox struct {
 // With opts.Pool set, Launch claims a ready member of that agent pool
 // instead (see launchFromPool).
 func Launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions) (sb *Sandbox, err error) {
-	if opts.Pool != nil {
-		return launchFromPool(ctx, conn, opts)
-	}
-	return launch(ctx, conn, opts, nil)
+	return launchOn(ctx, engineBackend{conn}, conn, opts)
 }
 
-// launch is Launch without a pool; tmpl, when set, is the template of the
-// pool a claim found empty, applied to the plan as a member's.
-func launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions, tmpl *pool.Spec) (sb *Sandbox, err error) {
+// launchOn is Launch on backend be (conn is the engine behind it, or nil):
+// a claim from opts.Pool on the engine, a cold launch otherwise.
+func launchOn(ctx context.Context, be launchBackend, conn *engine.Conn, opts LaunchOptions) (*Sandbox, error) {
+	if opts.Pool == nil {
+		return launch(ctx, be, conn, opts, nil)
+	}
+	if conn == nil {
+		return nil, &errdefs.ConfigError{Key: "pool", Reason: errdefs.ErrUnsupported,
+			Msg: "podbot run and podbot host claim pool members on the engine backend only; drop --pool or use --backend engine"}
+	}
+	return launchFromPool(ctx, conn, opts)
+}
+
+// launch is Launch on backend be; conn is the engine behind be, nil on
+// another backend (whose adapt refuses the engine-only steps). tmpl, when
+// set, is the template of the pool a claim found empty, applied to the
+// plan as a member's.
+func launch(ctx context.Context, be launchBackend, conn *engine.Conn, opts LaunchOptions, tmpl *pool.Spec) (sb *Sandbox, err error) {
 	progress := opts.Progress
 	if progress == nil {
 		progress = func(string, string) {}
@@ -167,7 +181,7 @@ func launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions, tmpl *po
 	}
 	// made is what this launch has made so far. The returns below set the
 	// named result sb to nil on failure, so cleanup must not go through it.
-	made := &Sandbox{conn: conn}
+	made := &Sandbox{be: be, conn: conn}
 	sb = made
 	defer func() {
 		if err != nil {
@@ -181,6 +195,9 @@ func launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions, tmpl *po
 	}()
 
 	progress(StepPlan, "resolving the launch plan")
+	if err := be.check(opts); err != nil {
+		return nil, &StepError{StepPlan, err}
+	}
 	req, mount, err := launchRequest(conn, opts)
 	if err != nil {
 		return nil, &StepError{StepPlan, err}
@@ -193,6 +210,9 @@ func launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions, tmpl *po
 	}
 	plan, err := launchplan.Normalize(req)
 	if err != nil {
+		return nil, &StepError{StepPlan, err}
+	}
+	if err := be.adapt(opts, req, &plan); err != nil {
 		return nil, &StepError{StepPlan, err}
 	}
 	var lcs *localCloneSetup
@@ -209,7 +229,7 @@ func launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions, tmpl *po
 	sb.Name, sb.Plan, sb.Workspace = plan.Name, plan, plan.WorkingDir
 
 	progress(StepImage, plan.Image)
-	if err := conn.EnsureImage(ctx, plan.Image, nil); err != nil {
+	if err := be.ensureImage(ctx, plan.Image); err != nil {
 		return nil, &StepError{StepImage, err}
 	}
 
@@ -348,9 +368,13 @@ func launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions, tmpl *po
 		}
 	}
 	sb.Plan = plan
+	arch, err := sb.buildCredentials(ctx, opts, gitConfig)
+	if err != nil {
+		return nil, &StepError{StepCredentials, err}
+	}
 
 	progress(StepCreate, plan.Name)
-	id, err := startPlan(ctx, conn, plan)
+	id, err := be.start(ctx, plan, arch)
 	if err != nil {
 		return nil, &StepError{StepCreate, err}
 	}
@@ -375,10 +399,13 @@ func launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions, tmpl *po
 		sb.runToken(logger)
 	}
 
-	if err := sb.prepareHome(ctx); err != nil {
-		return nil, &StepError{StepCredentials, err}
+	if arch != nil && len(arch.Paths) > 0 {
+		progress(StepCredentials, fmt.Sprintf("copying %v into %s", arch.Paths, arch.TargetHome))
 	}
-	if err := sb.uploadCredentials(ctx, opts, gitConfig, progress); err != nil {
+	if arch != nil && arch.GitConfig != "" {
+		progress(StepGitIdentity, "user.name and user.email in "+arch.GitConfig)
+	}
+	if err := be.installCredentials(ctx, sb, arch); err != nil {
 		return nil, &StepError{StepCredentials, err}
 	}
 	if req.Workspace.Strategy == launchplan.WorkspaceGitHubClone && opts.Repo != "" {
@@ -437,7 +464,7 @@ func launchRequest(conn *engine.Conn, opts LaunchOptions) (launchplan.Request, *
 		Name:              opts.Name,
 		SessionID:         session,
 		AgentEnv:          env,
-		EngineSocketPaths: EngineSocketPaths(conn.Endpoint()),
+		EngineSocketPaths: EngineSocketPaths(endpointOf(conn)),
 		Sandbox:           SandboxFromConfig(cfg.Sandbox),
 		Version:           Version,
 		Egress:            eg,
@@ -615,56 +642,21 @@ func (sb *Sandbox) runToken(logger *slog.Logger) {
 	}()
 }
 
-// uploadCredentials copies the selected credential directories and the git
-// identity file (gitConfig, when set) into the agent's home in one copy
-// call.
-func (sb *Sandbox) uploadCredentials(ctx context.Context, opts LaunchOptions, gitConfig []byte, progress func(string, string)) error {
+// buildCredentials reads the selected credential directories and the git
+// identity file (gitConfig, when set) into one archive for the agent's
+// home; nil when there is nothing to put in.
+func (sb *Sandbox) buildCredentials(ctx context.Context, opts LaunchOptions, gitConfig []byte) (*creds.Archive, error) {
 	c := opts.Config.Creds
 	copyClaude, copyCodex := c.CopyClaude && opts.HostHome != "", c.CopyCodex && opts.HostHome != ""
 	if !copyClaude && !copyCodex && gitConfig == nil {
-		return nil
+		return nil, nil
 	}
 	bo := creds.BuildOptions{HostHome: opts.HostHome, CopyClaude: copyClaude, CopyCodex: copyCodex, Exclude: c.Exclude,
 		TargetHome: sb.Plan.Home, Overrides: sb.credOverrides, Forbidden: sb.credForbidden, GitConfig: gitConfig}
 	if uid, gid, ok := sb.Plan.NumericUser(); ok {
 		bo.UID, bo.GID = uid, gid
 	}
-	arch, err := creds.Build(ctx, bo)
-	if err != nil || arch == nil {
-		return err
-	}
-	if len(arch.Paths) > 0 {
-		progress(StepCredentials, fmt.Sprintf("copying %v into %s", arch.Paths, arch.TargetHome))
-	}
-	if arch.GitConfig != "" {
-		progress(StepGitIdentity, "user.name and user.email in "+arch.GitConfig)
-	}
-	return sb.conn.CopyTar(ctx, sb.ID, arch.TargetHome, arch.Reader())
-}
-
-// prepareHome makes the plan's home directory (a host-mount agent's, which
-// runs as a uid the image does not know) owned by the agent's user, mode
-// 0700. The engine's copy API applies the tar header's owner as the host's
-// root, so this needs no capability inside the container.
-func (sb *Sandbox) prepareHome(ctx context.Context) error {
-	if sb.Plan.Home == "" {
-		return nil
-	}
-	uid, gid, ok := sb.Plan.NumericUser()
-	if !ok {
-		return nil
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Typeflag: tar.TypeDir, Name: path.Base(sb.Plan.Home) + "/", Mode: 0o700, Uid: uid, Gid: gid,
-		ModTime: time.Now()}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return sb.conn.CopyTar(ctx, sb.ID, path.Dir(sb.Plan.Home), &buf)
+	return creds.Build(ctx, bo)
 }
 
 func (sb *Sandbox) clone(ctx context.Context, opts LaunchOptions) error {
@@ -709,7 +701,7 @@ func (sb *Sandbox) run(ctx context.Context, argv, env []string, dir string, stdo
 	if stdout != nil {
 		opts.Stdout = &limitedBuffer{buf: stdout, max: maxStepOutput}
 	}
-	code, err := sb.conn.Exec(ctx, sb.ID, opts)
+	code, err := sb.backend().Exec(ctx, sb.ID, opts)
 	if err != nil {
 		return err
 	}
@@ -730,7 +722,7 @@ func (sb *Sandbox) Stop(ctx context.Context, timeout time.Duration) error {
 	}
 	var errs []error
 	if sb.ID != "" {
-		if err := sb.conn.Stop(ctx, sb.ID, timeout); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		if err := sb.backend().stop(ctx, sb.ID, timeout); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -771,7 +763,7 @@ func (sb *Sandbox) Close(ctx context.Context, remove bool) error {
 	sb.stopRefresh()
 	var errs []error
 	if remove && sb.ID != "" {
-		if err := sb.conn.Remove(ctx, sb.ID, true); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		if err := sb.backend().remove(ctx, sb.ID); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -859,4 +851,12 @@ func resolvedNote(p, resolved string) string {
 		return ""
 	}
 	return " (resolved " + resolved + ")"
+}
+
+// endpointOf is conn's endpoint, the zero one without an engine.
+func endpointOf(conn *engine.Conn) engine.Endpoint {
+	if conn == nil {
+		return engine.Endpoint{}
+	}
+	return conn.Endpoint()
 }

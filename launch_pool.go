@@ -95,7 +95,7 @@ func launchFromPool(ctx context.Context, conn *engine.Conn, opts LaunchOptions) 
 		report(r)
 		cold := opts
 		cold.Pool = nil
-		return launch(ctx, conn, cold, &spec)
+		return launch(ctx, engineBackend{conn}, conn, cold, &spec)
 	}
 	if err != nil {
 		return nil, &StepError{StepPool, err}
@@ -139,10 +139,17 @@ func launchFromPool(ctx context.Context, conn *engine.Conn, opts LaunchOptions) 
 		}
 	}
 	made.Plan = plan
-	if err := made.prepareHome(ctx); err != nil {
+	arch, err := made.buildCredentials(ctx, opts, gitConfig)
+	if err != nil {
 		return nil, &StepError{StepCredentials, err}
 	}
-	if err := made.uploadCredentials(ctx, opts, gitConfig, progress); err != nil {
+	if arch != nil && len(arch.Paths) > 0 {
+		progress(StepCredentials, fmt.Sprintf("copying %v into %s", arch.Paths, arch.TargetHome))
+	}
+	if arch != nil && arch.GitConfig != "" {
+		progress(StepGitIdentity, "user.name and user.email in "+arch.GitConfig)
+	}
+	if err := (engineBackend{conn}).installCredentials(ctx, made, arch); err != nil {
 		return nil, &StepError{StepCredentials, err}
 	}
 	if req.Workspace.Strategy == launchplan.WorkspaceGitHubClone && opts.Repo != "" {

@@ -71,7 +71,12 @@ type RunResult struct {
 // The allowlisted host variables (agent.env_allowlist, agent.env_required)
 // reach the agent through its exec only: they are not in the container's
 // configuration, so the engine's inspect never shows them.
-func Run(ctx context.Context, conn *engine.Conn, opts RunOptions) (res RunResult, err error) {
+func Run(ctx context.Context, conn *engine.Conn, opts RunOptions) (RunResult, error) {
+	return run(ctx, engineBackend{conn}, conn, opts)
+}
+
+// run is Run on backend be (conn is the engine behind it, or nil).
+func run(ctx context.Context, be launchBackend, conn *engine.Conn, opts RunOptions) (res RunResult, err error) {
 	res.Started = time.Now()
 	lo := opts.Launch
 	lo.Intent = launchplan.IntentInteractive
@@ -82,7 +87,7 @@ func Run(ctx context.Context, conn *engine.Conn, opts RunOptions) (res RunResult
 	if lo.Config.Agent.Kind == "" {
 		return res, &StepError{StepPlan, noAgentError()}
 	}
-	sb, err := Launch(ctx, conn, lo)
+	sb, err := launchOn(ctx, be, conn, lo)
 	if err != nil {
 		return res, err
 	}
@@ -118,7 +123,7 @@ func Run(ctx context.Context, conn *engine.Conn, opts RunOptions) (res RunResult
 	if err := ctx.Err(); err != nil {
 		return res, &StepError{StepAgent, err}
 	}
-	ar, err := runflow.Attach(ctx, conn, runflow.Options{
+	ar, err := runflow.Attach(ctx, be, runflow.Options{
 		ContainerID: sb.ID,
 		Agent: runflow.Agent{Cmd: spec.Cmd, Env: spec.Env, User: spec.User, WorkDir: spec.WorkingDir,
 			TTY: spec.Tty, Stdin: spec.AttachStdin},

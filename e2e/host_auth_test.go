@@ -68,7 +68,16 @@ for line in sys.stdin:
 // its stdout for each, and podbot's stderr.
 func hostileExchange(t *testing.T, ctx context.Context, argv []string, frames []string) ([]string, string) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	return exchangeFrames(t, exec.CommandContext(ctx, argv[0], argv[1:]...), frames)
+}
+
+// exchangeFrames runs cmd (podbot host) as an IDE would, sends it the
+// client's frames one at a time, and returns the raw line it wrote to its
+// stdout for each, and its stderr. It fails the test when cmd writes more
+// than the answers or does not exit 0 once its stdin is closed.
+func exchangeFrames(t *testing.T, cmd *exec.Cmd, frames []string) ([]string, string) {
+	t.Helper()
+	argv := cmd.Args
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()

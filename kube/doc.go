@@ -9,6 +9,13 @@
 // pods/exec subresource (WebSocket, with SPDY as fallback), logs, delete
 // and list by label. Nothing reaches the node through a host path.
 //
+// Launch (podbot run and host) adds what an agent needs: writable
+// emptyDirs for its home and workspace, and a Secret of the sandbox's own
+// (BuildSecret: the credential archive and the agent's variables), owned
+// by the Pod and mounted read-only at SecretMountPath; SecretEnvCommand
+// wraps an exec so the variables are read from that mount, never carried
+// in the Pod spec or the exec request.
+//
 // Errors are *errdefs.ContainerError or *errdefs.ConfigError whose reason
 // names the cause: ErrConnectionFailed (API server unreachable), ErrAuth
 // (credentials rejected or expired), ErrPermissionDenied (RBAC forbids),

@@ -14,7 +14,7 @@ import (
 
 // rbacHint says what a sandbox namespace must grant.
 const rbacHint = "grant the kubeconfig's user a Role in that namespace with create, get, list, watch and delete on pods, " +
-	"create on pods/exec, get on pods/log, and create, get, update and delete on networkpolicies (see the README's Kubernetes backend section), or choose another kubernetes.namespace"
+	"create on pods/exec, get on pods/log, create, get, update and delete on networkpolicies, and create, update and delete on secrets (podbot run and host; see the README's Kubernetes backend section), or choose another kubernetes.namespace"
 
 // classify turns a client-go error into a typed podbot error naming the
 // cause: op is the operation, name the Pod (or "").

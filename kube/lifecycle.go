@@ -73,11 +73,17 @@ func sandboxOf(p *corev1.Pod) Sandbox {
 // when ctx ends, the start deadline passes, the Pod cannot start (an image
 // that cannot be pulled, a refused spec) or anything else fails, both
 // objects are deleted before Create returns its error, so a failed or
-// interrupted Create leaves nothing behind.
-func (c *Client) Create(ctx context.Context, plan launchplan.Plan) (sb Sandbox, err error) {
+// interrupted Create leaves nothing behind. opts change the Pod BuildPod
+// made before it is created.
+func (c *Client) Create(ctx context.Context, plan launchplan.Plan, opts ...PodOption) (sb Sandbox, err error) {
 	pod, err := BuildPod(plan, c.opts)
 	if err != nil {
 		return Sandbox{}, err
+	}
+	for _, o := range opts {
+		if err := o(pod); err != nil {
+			return Sandbox{}, err
+		}
 	}
 	np := BuildNetworkPolicy(pod, plan.Egress.Mode)
 	if plan.Network == "none" {
@@ -285,7 +291,8 @@ type RemoveOptions struct {
 	Any bool
 }
 
-// Remove deletes a sandbox's Pod and NetworkPolicy. A running Pod needs Force.
+// Remove deletes a sandbox's Pod, NetworkPolicy and Secret (podbot run and
+// host make one). A running Pod needs Force.
 func (c *Client) Remove(ctx context.Context, name string, opts RemoveOptions) (Sandbox, error) {
 	sb, err := c.Get(ctx, name, opts.Any)
 	if err != nil {
@@ -297,9 +304,13 @@ func (c *Client) Remove(ctx context.Context, name string, opts RemoveOptions) (S
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
-	// A Pod podbot did not create (--any) has no policy of podbot's: a
-	// policy of the same name is someone else's.
-	return sb, c.deleteObjects(cctx, name, true, sb.Managed())
+	// A Pod podbot did not create (--any) has no policy or Secret of
+	// podbot's: one of the same name is someone else's.
+	err = c.deleteObjects(cctx, name, true, sb.Managed())
+	if sb.Managed() {
+		err = errors.Join(err, c.deleteOwnSecret(cctx, name, sb.Labels[launchplan.LabelSession]))
+	}
+	return sb, err
 }
 
 // ListOptions select the Pods List returns.

@@ -20,10 +20,9 @@ func emptyConfig(t *testing.T) string {
 func TestBackendRefusesEngineOnlyCommands(t *testing.T) {
 	cfg := emptyConfig(t)
 	for _, args := range [][]string{
-		{"--backend", "kubernetes", "run"},
 		{"--backend", "kubernetes", "start", "x"},
 		{"--backend", "kubernetes", "prune"},
-		{"--backend", "kubernetes", "host"},
+		{"--backend", "kubernetes", "diff", "x"},
 	} {
 		code, _, errOut := run(t, []string{cfg}, args...)
 		if code != exitConfig || !strings.Contains(errOut, "sandbox.backend (from --backend)") || !strings.Contains(errOut, "kubernetes backend yet") {

@@ -12,6 +12,7 @@ import (
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/agentkind"
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 )
@@ -66,7 +67,8 @@ stdout carries the agent's protocol frames and nothing else: launch progress,
 warnings, errors and the agent's own stderr go to stderr (see --quiet and
 --log-format). When the IDE closes stdin, the agent's stdin is closed and
 podbot waits for it to exit; podbot exits with the agent's status. SIGINT or
-SIGTERM stops the agent. The container is removed when podbot exits.
+SIGTERM stops the agent. The container is removed when podbot exits (on the
+kubernetes backend: the Pod, its NetworkPolicy and its Secret).
 
 ACP mode (--agent-mode acp) keeps the IDE's host out of the agent's reach:
 the initialize request loses clientCapabilities.fs, .terminal, .auth.terminal
@@ -167,9 +169,12 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 		return err
 	}
 	f.warnEgress(loaded)
-	conn, err := f.engine(ctx)
-	if err != nil {
-		return err
+	onKube := loaded.Config.Sandbox.Backend == config.BackendKubernetes
+	var conn *engine.Conn
+	if !onKube {
+		if conn, err = f.engine(ctx); err != nil {
+			return err
+		}
 	}
 	lo, err := f.launchOptions(ctx, loaded, launchplan.IntentHosting)
 	if err != nil {
@@ -192,7 +197,13 @@ func hostRun(ctx context.Context, f *factory, opts *hostOptions) error {
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
-	code, err := podbot.Host(ctx, conn, podbot.HostOptions{Launch: lo, Stdin: f.ios.In, Stdout: f.ios.Out})
+	ho := podbot.HostOptions{Launch: lo, Stdin: f.ios.In, Stdout: f.ios.Out}
+	var code int
+	if onKube {
+		code, err = hostOnKubernetes(ctx, f, ho)
+	} else {
+		code, err = podbot.Host(ctx, conn, ho)
+	}
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 )
@@ -57,6 +59,11 @@ pool launches cold from the pool's template (--wait waits for a member
 first). What a sandbox made ahead cannot take is refused: --workspace, a
 local --repo PATH, --allow-host, [[secrets]], a GitHub App token, and a
 network.mode other than the pool's.
+
+On the kubernetes backend (--backend kubernetes) the sandbox is a Pod: the
+credential files and the allowlisted variables go in through a Secret of its
+own, mounted read-only (never the Pod spec), and without --rm the Pod keeps
+running after the agent exits (podbot rm -f deletes it).
 
 ` + egressHelp,
 		Example: `  podbot run --repo acme/widgets --branch main --agent claude
@@ -145,9 +152,12 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		return err
 	}
 	f.warnEgress(loaded)
-	conn, err := f.engine(ctx)
-	if err != nil {
-		return err
+	onKube := cfg.Sandbox.Backend == config.BackendKubernetes
+	var conn *engine.Conn
+	if !onKube {
+		if conn, err = f.engine(ctx); err != nil {
+			return err
+		}
 	}
 	lo, err := f.launchOptions(ctx, loaded, launchplan.IntentInteractive)
 	if err != nil {
@@ -166,16 +176,25 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err := opts.pool.apply(f, &lo); err != nil {
 		return err
 	}
-	res, err := podbot.Run(ctx, conn, podbot.RunOptions{
+	ro := podbot.RunOptions{
 		Launch: lo, Remove: opts.remove,
 		Stdin: f.ios.In, Stdout: f.ios.Out, Stderr: f.ios.ErrOut,
 		InTTY: f.ios.InTTY, OutTTY: f.ios.OutTTY,
-	})
+	}
+	var res podbot.RunResult
+	if onKube {
+		res, err = runOnKubernetes(ctx, f, ro)
+	} else {
+		res, err = podbot.Run(ctx, conn, ro)
+	}
 	if err != nil {
 		return err
 	}
 	if !f.global.quiet {
-		if res.Kept {
+		if res.Kept && onKube {
+			fmt.Fprintf(f.ios.ErrOut, "podbot: agent exited with status %d; Pod %s kept running (a Pod cannot be stopped: podbot exec %s, podbot rm -f %s)\n",
+				res.ExitCode, res.Name, res.Name, res.Name)
+		} else if res.Kept {
 			fmt.Fprintf(f.ios.ErrOut, "podbot: agent exited with status %d; container %s stopped and kept (podbot start %s, podbot rm %s)\n",
 				res.ExitCode, res.Name, res.Name, res.Name)
 		} else {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
 )
 
@@ -75,6 +76,8 @@ func TestHandOverServedCommandsOnKubernetes(t *testing.T) {
 		{[]string{cfg}, []string{"--backend", "kubernetes", "logs", "-f", "p"}},
 		{[]string{cfg}, []string{"--backend", "kubernetes", "rm", "-f", "p", "q"}},
 		{[]string{cfg}, []string{"--backend", "kubernetes", "ps", "--size"}},
+		{[]string{cfg}, []string{"--backend", "kubernetes", "run", "--rm", "--agent", "custom"}},
+		{[]string{cfg, "PODBOT_SANDBOX_BACKEND=kubernetes"}, []string{"host", "--agent", "custom", "--agent-mode", "acp"}},
 	} {
 		code, errOut, call := runHandOver(t, dir, tc.env, tc.args...)
 		if !call.called {
@@ -106,7 +109,7 @@ func TestNoHandOverOffKubernetesOrUnserved(t *testing.T) {
 		{[]string{cfg}, []string{"version"}},
 		{[]string{cfg, "PODBOT_SANDBOX_BACKEND=kubernetes"}, []string{"version"}},
 		{[]string{cfg}, []string{"--backend", "kubernetes", "config", "show"}},
-		{[]string{cfg}, []string{"--backend", "kubernetes", "run"}},
+		{[]string{cfg}, []string{"--backend", "kubernetes", "start", "p"}},
 		{[]string{cfg}, []string{"--backend", "kubernetes", "stop", "p"}},
 		{[]string{cfg}, []string{"--backend", "kubernetes", "ps", "--help"}},
 		{[]string{cfg}, []string{"--backend", "nope", "ps"}},
@@ -145,5 +148,11 @@ func TestKubeServedCoversTheBackend(t *testing.T) {
 	}
 	if _, err := psOnKubernetes(context.Background(), nil, nil); !kubeServed["ps"] || err == nil {
 		t.Errorf("ps: served %v, stub error %v", kubeServed["ps"], err)
+	}
+	if _, err := runOnKubernetes(context.Background(), nil, podbot.RunOptions{}); !kubeServed["run"] || err == nil {
+		t.Errorf("run: served %v, stub error %v", kubeServed["run"], err)
+	}
+	if _, err := hostOnKubernetes(context.Background(), nil, podbot.HostOptions{}); !kubeServed["host"] || err == nil {
+		t.Errorf("host: served %v, stub error %v", kubeServed["host"], err)
 	}
 }

@@ -64,6 +64,24 @@ func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cf
 	return err
 }
 
+// runOnKubernetes is podbot run on the kubernetes backend.
+func runOnKubernetes(ctx context.Context, f *factory, opts podbot.RunOptions) (podbot.RunResult, error) {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return podbot.RunResult{}, err
+	}
+	return podbot.RunOnKubernetes(ctx, kc, opts)
+}
+
+// hostOnKubernetes is podbot host on the kubernetes backend.
+func hostOnKubernetes(ctx context.Context, f *factory, opts podbot.HostOptions) (int, error) {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return 0, err
+	}
+	return podbot.HostOnKubernetes(ctx, kc, opts)
+}
+
 // psOnKubernetes lists podbot's sandbox Pods as ps rows.
 func psOnKubernetes(ctx context.Context, f *factory, opts *psOptions) ([]podbot.Container, error) {
 	kc, err := f.kubeClient()

@@ -30,6 +30,14 @@ func createOnKubernetes(context.Context, *factory, *createOptions, config.Config
 	return errNoKubeBackend("create")
 }
 
+func runOnKubernetes(context.Context, *factory, podbot.RunOptions) (podbot.RunResult, error) {
+	return podbot.RunResult{}, errNoKubeBackend("run")
+}
+
+func hostOnKubernetes(context.Context, *factory, podbot.HostOptions) (int, error) {
+	return 0, errNoKubeBackend("host")
+}
+
 func execOnKubernetes(context.Context, *factory, *execOptions) error {
 	return errNoKubeBackend("exec")
 }
