@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
 )
 
@@ -75,6 +76,10 @@ func TestHandOverServedCommandsOnKubernetes(t *testing.T) {
 		{[]string{cfg}, []string{"--backend", "kubernetes", "logs", "-f", "p"}},
 		{[]string{cfg}, []string{"--backend", "kubernetes", "rm", "-f", "p", "q"}},
 		{[]string{cfg}, []string{"--backend", "kubernetes", "ps", "--size"}},
+		{[]string{cfg, "PODBOT_SANDBOX_BACKEND=kubernetes"}, []string{"tools", "call", "--backend", "container", "read_file"}},
+		{[]string{cfg}, []string{"tools", "serve", "--backend", "kubernetes"}},
+		{[]string{cfg}, []string{"tools", "call", "ls", "--backend=Kubernetes"}},
+		{[]string{"PODBOT_CONFIG_PATH=" + cfgFile}, []string{"tools", "list"}},
 	} {
 		code, errOut, call := runHandOver(t, dir, tc.env, tc.args...)
 		if !call.called {
@@ -99,6 +104,10 @@ func TestHandOverServedCommandsOnKubernetes(t *testing.T) {
 func TestNoHandOverOffKubernetesOrUnserved(t *testing.T) {
 	dir := installDir(t)
 	cfg := emptyConfig(t)
+	cfgFile := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfgFile, []byte("[sandbox]\nbackend = \"kubernetes\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		env  []string
 		args []string
@@ -145,5 +154,8 @@ func TestKubeServedCoversTheBackend(t *testing.T) {
 	}
 	if _, err := psOnKubernetes(context.Background(), nil, nil); !kubeServed["ps"] || err == nil {
 		t.Errorf("ps: served %v, stub error %v", kubeServed["ps"], err)
+	}
+	if _, err := openKubeToolSession(context.Background(), nil, podbot.ToolSessionOptions{}); !kubeServed["tools"] || err == nil {
+		t.Errorf("tools: served %v, stub error %v", kubeServed["tools"], err)
 	}
 }
