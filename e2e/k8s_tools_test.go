@@ -192,7 +192,7 @@ func TestK8sToolsEveryTool(t *testing.T) {
 			t.Errorf("%v: %+v, %v; want refused by the read-only mount", argv, res, err)
 		}
 	}
-	if res, err := shellCall(ctx, s, 0, "cat", "/proc/1/cmdline"); err != nil || !strings.HasPrefix(res.Stdout, kube.SidecarPath+"\x00init") {
+	if res, err := shellCall(ctx, s, 0, "sh", "-c", `tr '\0' ' ' < /proc/1/cmdline`); err != nil || !strings.HasPrefix(res.Stdout, kube.SidecarPath+" init") {
 		t.Errorf("PID 1 is %q, %v; want podbot-sidecar init", res.Stdout, err)
 	}
 	if res, err := shellCall(ctx, s, 0, "id", "-u"); err != nil || res.Stdout != "65534\n" {
