@@ -2,9 +2,13 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"time"
+
+	"github.com/podbot/podbot/errdefs"
 )
 
 // Stream is one long-lived exec in a sandbox Pod with its stdin and stdout
@@ -20,8 +24,6 @@ type Stream struct {
 	cancel context.CancelFunc
 	stderr *tailWriter
 	once   sync.Once
-	err    error // the exec's end, set before done closes
-	code   int
 }
 
 // Done is closed when the exec has ended.
@@ -31,11 +33,24 @@ func (s *Stream) Done() <-chan struct{} { return s.done }
 // ended if it failed.
 func (s *Stream) Stderr() string { return s.stderr.String() }
 
-// Close ends the exec and releases the pipes (idempotent).
+// closeGrace is how long Close waits for the command to end after its
+// stdin did, before it cuts the exec.
+const closeGrace = time.Second
+
+// Close ends the exec and releases the pipes (idempotent). It first sends
+// the end of stdin, on which a stdio server exits, and waits up to
+// closeGrace for the exec to end by itself: cutting a live exec makes
+// client-go log the broken connection on stderr.
 func (s *Stream) Close() error {
 	s.once.Do(func() {
-		s.cancel()
 		s.Stdin.Close()
+		t := time.NewTimer(closeGrace)
+		select {
+		case <-s.done:
+		case <-t.C:
+		}
+		t.Stop()
+		s.cancel()
 		s.Stdout.Close()
 	})
 	return nil
@@ -48,7 +63,7 @@ func (s *Stream) Close() error {
 // with the reason in Stderr.
 func (c *Client) ExecStream(ctx context.Context, name string, cmd []string) (*Stream, error) {
 	if len(cmd) == 0 {
-		return nil, c.classify("exec", name, fmt.Errorf("no command given"))
+		return nil, &errdefs.ContainerError{Op: "kubernetes exec", Container: name, Reason: errdefs.ErrInvalidValue, Msg: "no command given"}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, c.classify("exec", name, err)
@@ -58,16 +73,27 @@ func (c *Client) ExecStream(ctx context.Context, name string, cmd []string) (*St
 	outR, outW := io.Pipe()
 	s := &Stream{Stdout: outR, Stdin: inW, done: make(chan struct{}), cancel: cancel, stderr: &tailWriter{max: 8 << 10}}
 	go func() {
-		code, err := c.Exec(sctx, name, ExecOptions{Cmd: cmd, Stdin: inR, Stdout: outW, Stderr: s.stderr})
+		_, err := c.Exec(sctx, name, ExecOptions{Cmd: cmd, Stdin: eofOnClose{inR}, Stdout: outW, Stderr: s.stderr})
 		if err != nil && sctx.Err() == nil {
 			fmt.Fprintf(s.stderr, "\n[exec ended: %v]", err)
 		}
-		s.err, s.code = err, code
 		outW.CloseWithError(io.EOF)
 		inR.Close()
 		close(s.done)
 	}()
 	return s, nil
+}
+
+// eofOnClose reads a pipe whose reader end is closed when the exec ends
+// as at its end: client-go's stdin copy then stops without logging an error.
+type eofOnClose struct{ r io.Reader }
+
+func (e eofOnClose) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if errors.Is(err, io.ErrClosedPipe) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // tailWriter keeps the last max bytes written to it.
