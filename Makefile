@@ -117,8 +117,8 @@ test-e2e: build engines peers image image-acp
 ## source (scripts/k8s.sh up: etcd, control plane, kubelet over containerd and runc,
 ## the sandbox image imported without a registry). The cluster stays up for the next
 ## run; `make k8s-down` stops it.
-test-k8s: build engines image
-	source <($(ENGINES) env) && $(K8S) up && source <($(K8S) env) && \
+test-k8s: build engines peers image
+	source <($(ENGINES) env) && source <(scripts/peers.sh env) && $(K8S) up && source <($(K8S) env) && \
 	  PODBOT_E2E_BIN=$(BIN) go test -tags 'e2e kubernetes' -count=1 -timeout 15m -v -run '^TestK8s' ./e2e/ 2>&1 | tee $(CURDIR)/.e2e-k8s.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|k8s_cluster_test' ; \
 	  exit $${PIPESTATUS[0]}
 

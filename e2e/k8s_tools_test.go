@@ -8,8 +8,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -419,4 +421,62 @@ func waitForPod(t *testing.T, ctx context.Context, c k8sTestCluster, ns string) 
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// TestK8sToolsInspector drives podbot tools serve on the kubernetes
+// backend with the MCP inspector, a real third-party MCP client, as the
+// engine's TestToolsInspectorListsAndCallsEveryTool does: tools/list
+// offers the container backend's tools, a call answers from a Pod, a
+// refused path is a tool error, and each serve leaves nothing behind.
+func TestK8sToolsInspector(t *testing.T) {
+	c := k8sCluster(t)
+	insp, node := os.Getenv("PODBOT_E2E_INSPECTOR"), os.Getenv("PODBOT_E2E_NODE")
+	if insp == "" || node == "" {
+		t.Fatal("PODBOT_E2E_INSPECTOR / PODBOT_E2E_NODE not set: source <(scripts/peers.sh env) first")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ns := c.k8sNamespace(t, ctx)
+	pb := c.podbot(ns)
+	pb.env = []string{"PODBOT_TOOLS_IMAGE=" + c.image}
+	inspect := func(method ...string) result {
+		t.Helper()
+		serve := pb.cmd(t, ctx, "tools", "serve")
+		// The inspector starts the server with a minimal environment: the
+		// settings travel as flags and a config file.
+		cfg := filepath.Join(t.TempDir(), "config.toml")
+		toml := fmt.Sprintf("[sandbox]\nbackend = \"kubernetes\"\n[kubernetes]\nkubeconfig = %q\nnamespace = %q\nimage_pull_policy = \"Never\"\n[tools]\nimage = %q\n",
+			pb.kubeconfig, ns, c.image)
+		if err := os.WriteFile(cfg, []byte(toml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{insp, "--cli"}, method...)
+		args = append(args, "--", serve.Path, "--config", cfg, "tools", "serve")
+		cmd := exec.CommandContext(ctx, node, args...)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		return result{Code: exitStatus(t, cmd.Run(), method), Stdout: out.String(), Stderr: errOut.String()}
+	}
+	res := inspect("--method", "tools/list")
+	if res.Code != 0 {
+		t.Fatalf("tools/list: exit %d\n%s\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+	var list struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	decodeJSON(t, res.Stdout, &list)
+	if want := podbot.ToolSpecs(podbot.ToolBackendContainer); len(list.Tools) != len(want) {
+		t.Errorf("tools/list gave %d tools, want %d", len(list.Tools), len(want))
+	}
+	c.nothingLeft(t, ctx, ns)
+	res = inspect("--method", "tools/call", "--tool-name", tools.ShellExecuteTool, "--tool-arg", `command=["id","-u"]`)
+	if res.Code != 0 || !strings.Contains(res.Stdout, `65534\n`) {
+		t.Errorf("tools/call id -u: exit %d\n%s\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+	c.nothingLeft(t, ctx, ns)
+	res = inspect("--method", "tools/call", "--tool-name", tools.ReadFileTool, "--tool-arg", "file_path=../etc/passwd")
+	if res.Code == 0 || !strings.Contains(res.Stdout+res.Stderr, "..") {
+		t.Errorf("refused call: exit %d\n%s\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+	c.nothingLeft(t, ctx, ns)
 }
