@@ -9,6 +9,12 @@
 // pods/exec subresource (WebSocket, with SPDY as fallback), logs, delete
 // and list by label. Nothing reaches the node through a host path.
 //
+// A tool session's Pod (BuildToolPod, CreateToolPod) adds an emptyDir
+// workspace and an emptyDir the host's podbot-sidecar binary (LoadSidecar)
+// is streamed into over a pods/exec stdin, checked by size and SHA-256 in
+// an init container, and mounted read-only in the sandbox container;
+// ExecStream then carries `podbot-sidecar serve` over one long-lived exec.
+//
 // Errors are *errdefs.ContainerError or *errdefs.ConfigError whose reason
 // names the cause: ErrConnectionFailed (API server unreachable), ErrAuth
 // (credentials rejected or expired), ErrPermissionDenied (RBAC forbids),
