@@ -87,6 +87,7 @@ vet:
 	go vet ./...
 	go vet -tags kubernetes ./...
 	go vet -tags e2e ./e2e/...
+	go vet -tags 'e2e kubernetes' ./e2e/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -116,9 +117,9 @@ test-e2e: build engines peers image image-acp
 ## source (scripts/k8s.sh up: etcd, control plane, kubelet over containerd and runc,
 ## the sandbox image imported without a registry). The cluster stays up for the next
 ## run; `make k8s-down` stops it.
-test-k8s: build engines image
-	source <($(ENGINES) env) && $(K8S) up && source <($(K8S) env) && \
-	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 15m -v -run '^TestK8s' ./e2e/ 2>&1 | tee $(CURDIR)/.e2e-k8s.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|k8s_cluster_test' ; \
+test-k8s: build engines peers image
+	source <($(ENGINES) env) && source <(scripts/peers.sh env) && $(K8S) up && source <($(K8S) env) && \
+	  PODBOT_E2E_BIN=$(BIN) go test -tags 'e2e kubernetes' -count=1 -timeout 15m -v -run '^TestK8s' ./e2e/ 2>&1 | tee $(CURDIR)/.e2e-k8s.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|k8s_cluster_test' ; \
 	  exit $${PIPESTATUS[0]}
 
 ## bench: hot-path benchmarks, each printed with its ratio to a baseline measured in the same run

@@ -107,7 +107,8 @@ func ToolPrompt(backend string) string {
 
 // NewToolSession opens a tool session. The container backend needs conn
 // and SidecarPath and creates its container lazily on the first call; the
-// unsafe local backend ignores conn. Close the session to remove its
+// unsafe local backend ignores conn. On the kubernetes sandbox backend the
+// container backend is NewKubeToolSession's, and refused here. Close the session to remove its
 // container and workspace.
 func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOptions) (ToolSession, error) {
 	t := opts.Config.Tools
@@ -135,6 +136,10 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 			return nil, err
 		}
 		return l, nil
+	}
+	if opts.Config.Sandbox.Backend == config.BackendKubernetes {
+		return nil, &errdefs.ConfigError{Key: "sandbox.backend", Reason: errdefs.ErrUnsupported,
+			Msg: "NewToolSession runs the container backend on an engine; with sandbox.backend = \"kubernetes\" open the session with NewKubeToolSession (package podbot built with -tags kubernetes)"}
 	}
 	copts := containerOptions(conn, opts, common)
 	if opts.Pool != nil {

@@ -53,3 +53,17 @@ func TestNewToolSessionContainerNeedsSidecar(t *testing.T) {
 		t.Fatal("a container session without an engine or sidecar was opened")
 	}
 }
+
+func TestNewToolSessionRefersKubernetesToNewKubeToolSession(t *testing.T) {
+	cfg := config.Default()
+	cfg.Sandbox.Backend = config.BackendKubernetes
+	_, err := NewToolSession(context.Background(), nil, ToolSessionOptions{Config: cfg})
+	if !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Fatalf("container backend on kubernetes: %v, want ErrUnsupported", err)
+	}
+	s, err := NewToolSession(context.Background(), nil, ToolSessionOptions{Config: cfg, Backend: ToolBackendUnsafeLocal, WorkspaceRoot: t.TempDir()})
+	if err != nil {
+		t.Fatalf("the unsafe local backend needs no cluster: %v", err)
+	}
+	s.Close(context.Background())
+}

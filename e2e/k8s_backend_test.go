@@ -73,7 +73,7 @@ func (p k8sPodbot) run(t *testing.T, ctx context.Context, stdin io.Reader, args 
 
 // nothingLeft fails the test when the namespace still holds a Pod or a
 // NetworkPolicy (a Pod being deleted counts).
-func (c k8sTestCluster) nothingLeft(t *testing.T, ctx context.Context, ns string) {
+func (c k8sTestCluster) nothingLeft(t testing.TB, ctx context.Context, ns string) {
 	t.Helper()
 	pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -35,7 +35,7 @@ type k8sTestCluster struct {
 // k8sCluster connects to the cluster PODBOT_E2E_KUBECONFIG names (make
 // test-k8s sets it from `scripts/k8s.sh env`) and checks that its node is
 // Ready. Without it the test is skipped, except under CI=true, where it fails.
-func k8sCluster(t *testing.T) k8sTestCluster {
+func k8sCluster(t testing.TB) k8sTestCluster {
 	t.Helper()
 	path := os.Getenv("PODBOT_E2E_KUBECONFIG")
 	if path == "" {
@@ -79,7 +79,7 @@ func k8sCluster(t *testing.T) k8sTestCluster {
 
 // k8sNamespace creates a namespace of the test's own, deleted (with all it
 // holds) when the test ends, and waits for its default service account.
-func (c k8sTestCluster) k8sNamespace(t *testing.T, ctx context.Context) string {
+func (c k8sTestCluster) k8sNamespace(t testing.TB, ctx context.Context) string {
 	t.Helper()
 	ns, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{

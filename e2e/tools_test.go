@@ -102,28 +102,7 @@ func TestToolsInspectorListsAndCallsEveryTool(t *testing.T) {
 			if len(list.Tools) != len(want) {
 				t.Fatalf("tools/list gave %d tools, want %d: %s", len(list.Tools), len(want), res.Stdout)
 			}
-			calls := []struct {
-				tool string
-				args []string
-				want string
-			}{
-				{tools.ShellExecuteTool, []string{`command=["echo","hi"]`}, `hi\n`},
-				{tools.LsTool, []string{"path=proj"}, "notes.txt"},
-				{tools.ReadFileTool, []string{"file_path=proj/notes.txt"}, "beta"},
-				{tools.WriteFileTool, []string{"file_path=new.txt", "content=fresh"}, "new.txt"},
-				{tools.EditFileTool, []string{"file_path=proj/notes.txt", "old_string=beta", "new_string=gamma"}, "notes.txt"},
-				{tools.GlobTool, []string{"pattern=**/*.txt"}, "proj/old.txt"},
-				{tools.GrepTool, []string{"pattern=alp"}, "alpha"},
-				{tools.RmTool, []string{"path=proj/old.txt"}, "old.txt"},
-				{tools.EvaluatePythonTool, []string{"code=print(6*7)"}, "42"},
-			}
-			if b.engine != nil {
-				calls = append(calls, struct {
-					tool string
-					args []string
-					want string
-				}{tools.PodmanShellTool, []string{"action=exec", "command=echo $((1+2)) | tr 3 X"}, `X\n`})
-			}
+			calls := everyToolCalls(b.engine != nil)
 			for _, c := range calls {
 				method := []string{"--method", "tools/call", "--tool-name", c.tool}
 				for _, a := range c.args {
@@ -141,6 +120,59 @@ func TestToolsInspectorListsAndCallsEveryTool(t *testing.T) {
 			}
 		})
 	}
+}
+
+// everyToolCall is one call of the every-tool case table: the tool, its
+// arguments as the MCP inspector takes them (key=value, the value JSON
+// when it parses as JSON) and a string the result must contain. The
+// workspace holds proj/notes.txt ("alpha\nbeta\n") and proj/old.txt.
+type everyToolCall struct {
+	tool string
+	args []string
+	want string
+}
+
+// everyToolCalls is the table of calls that exercises every tool, with
+// podman_shell for a container backend.
+func everyToolCalls(podmanShell bool) []everyToolCall {
+	calls := []everyToolCall{
+		{tools.ShellExecuteTool, []string{`command=["echo","hi"]`}, `hi\n`},
+		{tools.LsTool, []string{"path=proj"}, "notes.txt"},
+		{tools.ReadFileTool, []string{"file_path=proj/notes.txt"}, "beta"},
+		{tools.WriteFileTool, []string{"file_path=new.txt", "content=fresh"}, "new.txt"},
+		{tools.EditFileTool, []string{"file_path=proj/notes.txt", "old_string=beta", "new_string=gamma"}, "notes.txt"},
+		{tools.GlobTool, []string{"pattern=**/*.txt"}, "proj/old.txt"},
+		{tools.GrepTool, []string{"pattern=alp"}, "alpha"},
+		{tools.RmTool, []string{"path=proj/old.txt"}, "old.txt"},
+		{tools.EvaluatePythonTool, []string{"code=print(6*7)"}, "42"},
+	}
+	if podmanShell {
+		calls = append(calls, everyToolCall{tools.PodmanShellTool, []string{"action=exec", "command=echo $((1+2)) | tr 3 X"}, `X\n`})
+	}
+	return calls
+}
+
+// jsonArgs turns an everyToolCall's inspector arguments into a JSON object.
+func (c everyToolCall) jsonArgs(t testing.TB) json.RawMessage {
+	t.Helper()
+	m := map[string]json.RawMessage{}
+	for _, a := range c.args {
+		k, v, _ := strings.Cut(a, "=")
+		if json.Valid([]byte(v)) {
+			m[k] = json.RawMessage(v)
+			continue
+		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[k] = enc
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // toolSession opens a container tool session through the library.
@@ -195,9 +227,34 @@ func TestToolsHostileInputsInContainer(t *testing.T) {
 }
 
 // checkHostileInputs runs the hostile-input cases against session s (a
-// cold one or one claimed from a pool), whose pids limit is 64.
+// cold one or one claimed from a pool), whose pids limit is 64, on an
+// engine: no network interface but lo.
 func checkHostileInputs(t *testing.T, ctx context.Context, s podbot.ToolSession) {
+	checkHostileInputsWith(t, ctx, s, hostileChecks{forkBomb: true, network: checkOnlyLoopback})
+}
+
+// hostileChecks adapts the hostile-input cases to a backend.
+type hostileChecks struct {
+	// forkBomb runs the fork-bomb case: only where a pids limit holds it.
+	forkBomb bool
+	// network checks that the session's sandbox has no network.
+	network func(t *testing.T, ctx context.Context, s podbot.ToolSession)
+}
+
+// checkOnlyLoopback checks that the sandbox has no interface but lo.
+func checkOnlyLoopback(t *testing.T, ctx context.Context, s podbot.ToolSession) {
+	res, err := shellCall(ctx, s, 0, "ls", "/sys/class/net")
+	if err != nil || res.Stdout != "lo\n" {
+		t.Errorf("network interfaces: %+v, %v (want only lo)", res, err)
+	}
+}
+
+// checkHostileInputsWith runs the hostile-input cases against session s.
+func checkHostileInputsWith(t *testing.T, ctx context.Context, s podbot.ToolSession, hc hostileChecks) {
 	t.Run("fork bomb is contained and the session survives", func(t *testing.T) {
+		if !hc.forkBomb {
+			t.Skip("no pids limit holds a fork bomb on this backend")
+		}
 		res, err := shellCall(ctx, s, 5, "sh", "-c", `f() { f | f & }; f; sleep 10`)
 		if err != nil {
 			t.Fatalf("fork bomb call: %v", err)
@@ -250,10 +307,7 @@ func checkHostileInputs(t *testing.T, ctx context.Context, s podbot.ToolSession)
 		if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stderr, "Read-only file system") {
 			t.Errorf("read-only root: %+v, %v", res, err)
 		}
-		res, err = shellCall(ctx, s, 0, "ls", "/sys/class/net")
-		if err != nil || res.Stdout != "lo\n" {
-			t.Errorf("network interfaces: %+v, %v (want only lo)", res, err)
-		}
+		hc.network(t, ctx, s)
 	})
 }
 
@@ -265,21 +319,7 @@ func TestToolsChangedFilesInContainer(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		s, _ := toolSession(t, ctx, e, nil, nil)
-		if _, err := shellCall(ctx, s, 0, "sh", "-c", "mkdir -p old/sub && echo 1 > old/sub/f && echo 2 > edit"); err != nil {
-			t.Fatal(err)
-		}
-		res, err := shellCall(ctx, s, 0, "sh", "-c", "mkdir -p a/b && echo x > a/b/f && echo more >> edit && rm -r old")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, c := range res.ChangedFiles {
-			got = append(got, c.Change+" "+c.Path)
-		}
-		want := []string{"created a", "created a/b", "created a/b/f", "modified edit", "removed old", "removed old/sub", "removed old/sub/f"}
-		if !slices.Equal(got, want) || res.ChangedFilesTruncated {
-			t.Errorf("changed_files = %q (truncated %v), want %q", got, res.ChangedFilesTruncated, want)
-		}
+		checkChangedFiles(t, ctx, s)
 		// The sidecar serving the socket is not dumpable: its descriptors
 		// are looked at from the host.
 		if fds := sidecarFDs(t, ctx, e, s.Info().ContainerID); !strings.Contains(fds, "inotify") {
@@ -288,42 +328,83 @@ func TestToolsChangedFilesInContainer(t *testing.T) {
 	})
 }
 
+// checkChangedFiles checks the changed_files of a command in session s.
+func checkChangedFiles(t *testing.T, ctx context.Context, s podbot.ToolSession) {
+	t.Helper()
+	if _, err := shellCall(ctx, s, 0, "sh", "-c", "mkdir -p old/sub && echo 1 > old/sub/f && echo 2 > edit"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := shellCall(ctx, s, 0, "sh", "-c", "mkdir -p a/b && echo x > a/b/f && echo more >> edit && rm -r old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.ChangedFiles {
+		got = append(got, c.Change+" "+c.Path)
+	}
+	want := []string{"created a", "created a/b", "created a/b/f", "modified edit", "removed old", "removed old/sub", "removed old/sub/f"}
+	if !slices.Equal(got, want) || res.ChangedFilesTruncated {
+		t.Errorf("changed_files = %q (truncated %v), want %q", got, res.ChangedFilesTruncated, want)
+	}
+}
+
 func TestToolsConcurrentShellCalls(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		var mu sync.Mutex
-		created := 0
-		s, _ := toolSession(t, ctx, e, nil, func(ev sandbox.Event) {
-			if ev.Kind == sandbox.EventCreated {
-				mu.Lock()
-				created++
-				mu.Unlock()
-			}
-		})
-		var wg sync.WaitGroup
-		errs := make(chan error, 64)
-		for i := range 64 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res, err := shellCall(ctx, s, 0, "echo", fmt.Sprint(i))
-				if err != nil {
-					errs <- err
-				} else if res.Stdout != fmt.Sprintf("%d\n", i) || res.ExitCode != 0 {
-					errs <- fmt.Errorf("call %d: %+v", i, res)
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
-		if created != 1 {
-			t.Errorf("%d containers created for 64 calls, want 1", created)
-		}
+		created := &eventCounter{kind: sandbox.EventCreated}
+		s, _ := toolSession(t, ctx, e, nil, created.add)
+		checkConcurrentShellCalls(t, ctx, s, created)
 	})
+}
+
+// eventCounter counts a session's events of one kind.
+type eventCounter struct {
+	kind string
+	mu   sync.Mutex
+	n    int
+}
+
+func (c *eventCounter) add(ev sandbox.Event) {
+	if ev.Kind == c.kind {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+	}
+}
+
+func (c *eventCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// checkConcurrentShellCalls makes 64 concurrent calls in session s, whose
+// created events created counts: all answer, in one sandbox.
+func checkConcurrentShellCalls(t *testing.T, ctx context.Context, s podbot.ToolSession, created *eventCounter) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := shellCall(ctx, s, 0, "echo", fmt.Sprint(i))
+			if err != nil {
+				errs <- err
+			} else if res.Stdout != fmt.Sprintf("%d\n", i) || res.ExitCode != 0 {
+				errs <- fmt.Errorf("call %d: %+v", i, res)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := created.count(); n != 1 {
+		t.Errorf("%d sandboxes created for 64 calls, want 1", n)
+	}
 }
 
 func TestToolsRecreatedAfterKill(t *testing.T) {

@@ -16,6 +16,12 @@
 // wraps an exec so the variables are read from that mount, never carried
 // in the Pod spec or the exec request.
 //
+// A tool session's Pod (BuildToolPod, CreateToolPod) adds an emptyDir
+// workspace and an emptyDir the host's podbot-sidecar binary (LoadSidecar)
+// is streamed into over a pods/exec stdin, checked by size and SHA-256 in
+// an init container, and mounted read-only in the sandbox container;
+// ExecStream then carries `podbot-sidecar serve` over one long-lived exec.
+//
 // Errors are *errdefs.ContainerError or *errdefs.ConfigError whose reason
 // names the cause: ErrConnectionFailed (API server unreachable), ErrAuth
 // (credentials rejected or expired), ErrPermissionDenied (RBAC forbids),

@@ -21,6 +21,9 @@ type TermSize struct {
 
 // ExecOptions are the inputs of Exec.
 type ExecOptions struct {
+	// Container is the Pod's container to run in; empty is the sandbox
+	// container (ContainerName).
+	Container string
 	// Cmd is the command and its arguments; it must not be empty. It
 	// travels in the exec request's URL, so it must hold no secret.
 	Cmd []string
@@ -61,8 +64,12 @@ func (c *Client) Exec(ctx context.Context, name string, opts ExecOptions) (int, 
 		}
 		cmd = append([]string{"/bin/sh", "-c", `cd "$1" && shift && exec "$@"`, "sh", opts.WorkingDir}, cmd...)
 	}
+	container := opts.Container
+	if container == "" {
+		container = ContainerName
+	}
 	peo := &corev1.PodExecOptions{
-		Container: ContainerName,
+		Container: container,
 		Command:   cmd,
 		Stdin:     opts.Stdin != nil,
 		Stdout:    true,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -89,6 +90,13 @@ func (c *Client) Create(ctx context.Context, plan launchplan.Plan, opts ...PodOp
 	if plan.Network == "none" {
 		np = BuildNetworkPolicy(pod, egress.ModeNone)
 	}
+	return c.createObjects(ctx, pod, np, func(ctx context.Context) (*corev1.Pod, error) { return c.waitRunning(ctx, pod.Name) })
+}
+
+// createObjects creates np, then pod, makes the Pod the policy's owner and
+// waits with wait until the Pod runs. When anything fails or ctx ends,
+// both objects are deleted before it returns.
+func (c *Client) createObjects(ctx context.Context, pod *corev1.Pod, np *networkingv1.NetworkPolicy, wait func(context.Context) (*corev1.Pod, error)) (sb Sandbox, err error) {
 	dctx := context.WithoutCancel(ctx)
 	podMade, policyMade := false, false
 	defer func() {
@@ -123,7 +131,7 @@ func (c *Client) Create(ctx context.Context, plan launchplan.Plan, opts ...PodOp
 	if err := ctx.Err(); err != nil {
 		return Sandbox{}, c.classify("create", pod.Name, err)
 	}
-	run, err := c.waitRunning(ctx, pod.Name)
+	run, err := wait(ctx)
 	if err != nil {
 		return Sandbox{}, err
 	}

@@ -43,6 +43,9 @@ type Container struct {
 	rt    runtime
 	dir   string // session directory
 	ws    string // host directory behind /workspace
+	// remote is set when the sandbox holds the workspace itself (a
+	// RemoteRuntime): there is no session directory on the host.
+	remote bool
 
 	life        sync.Mutex // guards the fields below; held while (re)creating
 	cur         *live
@@ -449,6 +452,9 @@ func (s *Container) Clone(ctx context.Context) (Session, error) {
 	if closed {
 		return nil, errClosed(s.id)
 	}
+	if s.remote {
+		return nil, errRemote("Clone")
+	}
 	opts := s.copts
 	opts.ID = ""
 	return newContainer(ctx, s.rt, opts, sessionPrefix, s.ws)
@@ -475,4 +481,10 @@ func (s *Container) Close(ctx context.Context) error {
 }
 
 // WorkspaceDir is the host directory behind /workspace.
-func (s *Container) WorkspaceDir() string { return filepath.Clean(s.ws) }
+// It is empty when the sandbox holds the workspace (NewRemoteContainer).
+func (s *Container) WorkspaceDir() string {
+	if s.remote {
+		return ""
+	}
+	return filepath.Clean(s.ws)
+}

@@ -19,6 +19,11 @@
 //     exit. It also offers podman_shell. Release and AdoptContainer hand
 //     a running container from one session to another, possibly in
 //     another process, without a new container or exec.
+//   - The same container backend on a RemoteRuntime (NewRemoteContainer):
+//     a sandbox the host has no path into, such as a Pod on a cluster.
+//     The runtime puts the sidecar in the sandbox and the workspace lives
+//     there; calls, limits, events and the MCP stream are as above, over
+//     an exec stream.
 //   - The unsafe local backend (NewUnsafeLocal) runs the same tools on a
 //     temporary host directory with no isolation at all. Use it only where
 //     the caller already runs inside a sandbox of its own.

@@ -40,12 +40,13 @@ func (s *Container) SessionDir() string { return s.dir }
 // connection to the sidecar and stops the session's timers, leaves the
 // container and the session directory in place, and returns what
 // AdoptContainer needs. The session is closed afterwards (Close then
-// removes nothing). With no container running it returns false.
+// removes nothing). With no container running, or a sandbox that holds
+// its own workspace (NewRemoteContainer), it returns false.
 func (s *Container) Release() (Running, bool) {
 	s.life.Lock()
 	defer s.life.Unlock()
 	lc := s.cur
-	if s.closed || lc == nil {
+	if s.closed || lc == nil || s.remote {
 		return Running{}, false
 	}
 	_ = s.dropLocked(context.Background(), false)

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
 )
@@ -57,7 +58,7 @@ type stream struct {
 	// done is closed when the sidecar's stdout has ended.
 	done <-chan struct{}
 	// stderr keeps the end of what the sidecar wrote to stderr.
-	stderr *tailBuffer
+	stderr fmt.Stringer
 	// closeFn releases the stream; it is called once.
 	closeFn func() error
 	once    sync.Once

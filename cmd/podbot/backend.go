@@ -14,7 +14,7 @@ import (
 // with sandbox.backend = "kubernetes" they are refused rather than run on
 // the local engine behind the user's back.
 var engineOnly = map[string]bool{
-	"start": true, "prune": true, "network": true, "token-daemon": true, "tools": true,
+	"start": true, "prune": true, "network": true, "token-daemon": true,
 	"diff": true, "log": true, "fetch": true, "apply": true, "pool": true,
 }
 
@@ -25,6 +25,7 @@ var engineOnly = map[string]bool{
 // one without the command's own flags (baseConfig); a command that adds
 // none reuses it instead of loading again.
 func (f *factory) checkBackend(cmd *cobra.Command) error {
+	f.applyToolsBackend(cmd)
 	top := cmd
 	for top.HasParent() && top.Parent().HasParent() {
 		top = top.Parent()
@@ -32,15 +33,10 @@ func (f *factory) checkBackend(cmd *cobra.Command) error {
 	if !engineOnly[top.Name()] {
 		return nil
 	}
-	if top.Name() == "tools" {
-		if fl := cmd.Flags().Lookup("backend"); fl == nil || fl.Value.String() == "local" {
-			return nil
-		}
-	}
 	loaded, err := f.baseConfig()
 	if err != nil || loaded.Config.Sandbox.Backend != config.BackendKubernetes {
 		return nil
 	}
 	return &errdefs.ConfigError{Key: "sandbox.backend", Source: loaded.Sources["sandbox.backend"], Reason: errdefs.ErrUnsupported,
-		Msg: fmt.Sprintf("podbot %s does not run on the kubernetes backend yet (create, run, host, exec, ps, logs and rm do); use --backend engine for it", strings.TrimPrefix(cmd.CommandPath(), "podbot "))}
+		Msg: fmt.Sprintf("podbot %s does not run on the kubernetes backend yet (create, run, host, exec, ps, logs, rm and tools do); use --backend engine for it", strings.TrimPrefix(cmd.CommandPath(), "podbot "))}
 }

@@ -29,11 +29,7 @@ func TestBackendRefusesEngineOnlyCommands(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
 		}
 	}
-	code, _, errOut := run(t, []string{cfg, "PODBOT_SANDBOX_BACKEND=kubernetes"}, "tools", "call", "--backend", "container", "read_file")
-	if code != exitConfig || !strings.Contains(errOut, "PODBOT_SANDBOX_BACKEND") {
-		t.Errorf("tools on kubernetes: exit %d, stderr %q", code, errOut)
-	}
-	code, _, errOut = run(t, []string{cfg}, "--backend", "nope", "ps")
+	code, _, errOut := run(t, []string{cfg}, "--backend", "nope", "ps")
 	if code != exitConfig || !strings.Contains(errOut, "expected engine or kubernetes") {
 		t.Errorf("--backend nope: exit %d, stderr %q", code, errOut)
 	}

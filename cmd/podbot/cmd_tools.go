@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/sandbox"
@@ -55,7 +56,28 @@ podbot itself already runs inside a sandbox.`,
 }
 
 func addBackendFlag(cmd *cobra.Command, opts *toolsOptions) {
-	cmd.Flags().StringVar(&opts.backend, "backend", "container", "tool backend: container, or local (unsafe: no isolation)")
+	cmd.Flags().StringVar(&opts.backend, "backend", "container",
+		"tool backend: container (on sandbox.backend: the engine, or a Pod on kubernetes), engine, kubernetes, or local (unsafe: no isolation)")
+}
+
+// toolsSandboxBackends are the tools --backend values that name a sandbox
+// backend: the tools run in a container there. The tools commands' own
+// --backend flag hides the global one, so it takes these too.
+var toolsSandboxBackends = map[string]bool{config.BackendEngine: true, config.BackendKubernetes: true}
+
+// applyToolsBackend makes `podbot tools ... --backend engine|kubernetes`
+// select that sandbox backend (as the global --backend does elsewhere) and
+// the container tool backend. It runs before the configuration is loaded.
+func (f *factory) applyToolsBackend(cmd *cobra.Command) {
+	if topCommand(cmd).Name() != "tools" {
+		return
+	}
+	fl := cmd.Flags().Lookup("backend")
+	if fl == nil || !toolsSandboxBackends[strings.ToLower(fl.Value.String())] {
+		return
+	}
+	f.global.backend = strings.ToLower(fl.Value.String())
+	_ = fl.Value.Set(podbot.ToolBackendContainer)
 }
 
 func addPoolFlags(cmd *cobra.Command, opts *toolsOptions) {
@@ -197,16 +219,23 @@ func openToolSession(ctx context.Context, f *factory, topts *toolsOptions) (podb
 		opts.Pool, opts.PoolWait = &spec, topts.wait
 		opts.OnClaim = func(c podbot.ClaimReport) { logClaim(f, c) }
 	}
+	onKube := loaded.Config.Sandbox.Backend == config.BackendKubernetes
+	if backend != podbot.ToolBackendUnsafeLocal && onKube {
+		if len(mounts) > 0 {
+			return nil, &usageError{msg: "--mount copies host files into a host workspace directory; a tool session on the kubernetes backend keeps its workspace in the Pod (an emptyDir), so host mounts are refused: drop --mount and write files with write_file, or use --backend engine"}
+		}
+		if opts.SidecarPath, err = f.sidecarPath(); err != nil {
+			return nil, err
+		}
+		return openKubeToolSession(ctx, f, opts)
+	}
 	var conn *engine.Conn
 	if backend == podbot.ToolBackendUnsafeLocal {
 		f.logger.Warn("unsafe local tool backend: commands run on this host as this user, with no isolation")
 	} else {
-		sidecar, searched := f.findSidecar()
-		if sidecar == "" {
-			return nil, &errdefs.FilesystemError{Op: "find sidecar", Path: strings.Join(searched, ", "), Reason: errdefs.ErrNotFound,
-				Msg: "podbot-sidecar was not found; build it with `make build` (it goes next to podbot) or set PODBOT_SIDECAR_PATH"}
+		if opts.SidecarPath, err = f.sidecarPath(); err != nil {
+			return nil, err
 		}
-		opts.SidecarPath = sidecar
 		if loaded.Config.Tools.WorkspaceRoot == "" {
 			cache, err := f.cacheDir()
 			if err != nil {
@@ -219,6 +248,16 @@ func openToolSession(ctx context.Context, f *factory, topts *toolsOptions) (podb
 		}
 	}
 	return podbot.NewToolSession(ctx, conn, opts)
+}
+
+// sidecarPath finds the host's podbot-sidecar binary.
+func (f *factory) sidecarPath() (string, error) {
+	sidecar, searched := f.findSidecar()
+	if sidecar == "" {
+		return "", &errdefs.FilesystemError{Op: "find sidecar", Path: strings.Join(searched, ", "), Reason: errdefs.ErrNotFound,
+			Msg: "podbot-sidecar was not found; build it with `make build` (it goes next to podbot) or set PODBOT_SIDECAR_PATH"}
+	}
+	return sidecar, nil
 }
 
 // logToolEvent logs a session event on stderr.

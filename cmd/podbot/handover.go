@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/errdefs"
 )
@@ -22,7 +23,7 @@ const companionName = "podbot-kube"
 // client-go. With sandbox.backend = "kubernetes" the lean podbot hands them
 // to the companion; every other command runs here (engineOnly ones are
 // refused by checkBackend).
-var kubeServed = map[string]bool{"create": true, "run": true, "host": true, "exec": true, "ps": true, "logs": true, "rm": true}
+var kubeServed = map[string]bool{"create": true, "run": true, "host": true, "exec": true, "ps": true, "logs": true, "rm": true, "tools": true}
 
 // handOver is what passing a command to the companion needs. newFactory
 // fills it from the process; tests replace the functions.
@@ -56,7 +57,7 @@ func topCommand(cmd *cobra.Command) *cobra.Command {
 // hands over. A configuration that does not load is left to the command,
 // which reports it.
 func (f *factory) maybeHandOver(cmd *cobra.Command) error {
-	if kubernetesBuild || !kubeServed[topCommand(cmd).Name()] {
+	if kubernetesBuild || !kubeServed[topCommand(cmd).Name()] || usesNoSandbox(cmd) {
 		return nil
 	}
 	loaded, err := f.baseConfig()
@@ -71,6 +72,20 @@ func (f *factory) maybeHandOver(cmd *cobra.Command) error {
 	argv := append([]string{f.handOver.argv0}, f.handOver.args...)
 	err = f.handOver.exec(path, argv, f.environ)
 	return &errdefs.FilesystemError{Op: "run", Path: path, Msg: "the kubernetes backend's companion binary could not be started", Err: err}
+}
+
+// usesNoSandbox reports whether cmd needs no sandbox backend at all: a
+// tools command on the unsafe local backend (--backend local).
+func usesNoSandbox(cmd *cobra.Command) bool {
+	if topCommand(cmd).Name() != "tools" {
+		return false
+	}
+	fl := cmd.Flags().Lookup("backend")
+	if fl == nil {
+		return true // podbot tools alone prints its help
+	}
+	backend, err := podbot.ParseToolBackend(fl.Value.String())
+	return err == nil && backend == podbot.ToolBackendUnsafeLocal
 }
 
 // findCompanion returns the resolved path of podbot-kube in the directory

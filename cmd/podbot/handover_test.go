@@ -78,6 +78,10 @@ func TestHandOverServedCommandsOnKubernetes(t *testing.T) {
 		{[]string{cfg}, []string{"--backend", "kubernetes", "ps", "--size"}},
 		{[]string{cfg}, []string{"--backend", "kubernetes", "run", "--rm", "--agent", "custom"}},
 		{[]string{cfg, "PODBOT_SANDBOX_BACKEND=kubernetes"}, []string{"host", "--agent", "custom", "--agent-mode", "acp"}},
+		{[]string{cfg, "PODBOT_SANDBOX_BACKEND=kubernetes"}, []string{"tools", "call", "--backend", "container", "read_file"}},
+		{[]string{cfg}, []string{"tools", "serve", "--backend", "kubernetes"}},
+		{[]string{cfg}, []string{"tools", "call", "ls", "--backend=Kubernetes"}},
+		{[]string{"PODBOT_CONFIG_PATH=" + cfgFile}, []string{"tools", "list"}},
 	} {
 		code, errOut, call := runHandOver(t, dir, tc.env, tc.args...)
 		if !call.called {
@@ -102,6 +106,10 @@ func TestHandOverServedCommandsOnKubernetes(t *testing.T) {
 func TestNoHandOverOffKubernetesOrUnserved(t *testing.T) {
 	dir := installDir(t)
 	cfg := emptyConfig(t)
+	cfgFile := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfgFile, []byte("[sandbox]\nbackend = \"kubernetes\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		env  []string
 		args []string
@@ -154,5 +162,8 @@ func TestKubeServedCoversTheBackend(t *testing.T) {
 	}
 	if _, err := hostOnKubernetes(context.Background(), nil, podbot.HostOptions{}); !kubeServed["host"] || err == nil {
 		t.Errorf("host: served %v, stub error %v", kubeServed["host"], err)
+	}
+	if _, err := openKubeToolSession(context.Background(), nil, podbot.ToolSessionOptions{}); !kubeServed["tools"] || err == nil {
+		t.Errorf("tools: served %v, stub error %v", kubeServed["tools"], err)
 	}
 }

@@ -126,3 +126,13 @@ func logsOnKubernetes(ctx context.Context, f *factory, opts *logsOptions) error 
 	}
 	return kc.Logs(ctx, opts.ref, kube.LogsOptions{Follow: opts.follow, Tail: int64(opts.tail), Any: opts.any}, f.ios.Out)
 }
+
+// openKubeToolSession opens a container tool session whose sandbox is a
+// Pod (podbot.NewKubeToolSession).
+func openKubeToolSession(ctx context.Context, f *factory, opts podbot.ToolSessionOptions) (podbot.ToolSession, error) {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return nil, err
+	}
+	return podbot.NewKubeToolSession(ctx, kc, opts)
+}

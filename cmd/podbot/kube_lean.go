@@ -53,3 +53,7 @@ func rmOnKubernetes(context.Context, *factory, *rmOptions) error {
 func logsOnKubernetes(context.Context, *factory, *logsOptions) error {
 	return errNoKubeBackend("logs")
 }
+
+func openKubeToolSession(context.Context, *factory, podbot.ToolSessionOptions) (podbot.ToolSession, error) {
+	return nil, errNoKubeBackend("tools")
+}
