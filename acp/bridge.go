@@ -17,10 +17,6 @@ const (
 	copyBuffer = 256 << 10
 	// batchBytes bounds the unchanged frames a pump writes at once.
 	batchBytes = 256 << 10
-	// retireBuffer is the size of the read buffers a pump's reader moves
-	// to while its writer still writes from the last one: room for a
-	// partial frame of up to one read chunk plus the next read chunk.
-	retireBuffer = 2 * readChunk
 )
 
 // Bridge copies protocol frames from clientIn to agentStdin and from
@@ -96,29 +92,19 @@ func Bridge(ctx context.Context, p Policy, clientIn io.Reader, agentStdin io.Wri
 // and answering to back. Frames forwarded one after another while more
 // complete frames are already buffered go out in one write (up to
 // batchBytes; a larger frame goes alone); nothing waits for more input: the
-// pending frames are handed to the writer before the next read.
+// pending frames are written before the next read.
 //
-// Reading and checking run in the calling goroutine, writing to dst in
-// another (see writeQueue), so the next frames are read and checked while
-// the last ones are written; every frame is checked before it is queued,
-// and queued frames are written in order. Frames the policy forwards
-// unchanged are written straight from the reader's buffer while they lie
-// next to each other there; only after a frame is dropped or rewritten are
-// the frames gathered by copying. pump returns once everything it queued
-// is written, or at the first failed write.
+// Frames the policy forwards unchanged are written straight from the
+// reader's buffer while they lie next to each other there; only after a
+// frame is dropped or rewritten are the frames gathered by copying.
 func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *frameWriter, maxFrame int) error {
-	if maxFrame <= 0 {
-		maxFrame = DefaultMaxFrameBytes
-	}
 	fr := NewFrameReader(src, maxFrame)
-	q := newWriteQueue(func(p []byte) error {
+	out := pending{write: func(p []byte) error {
 		if err := dst.write(p); err != nil {
 			return &writeError{to: other(from), err: err}
 		}
 		return nil
-	}, min(retireBuffer, maxFrame+readChunk))
-	defer q.close()
-	out := pending{q: q, lend: func() { fr.lend(q.retire) }}
+	}}
 	for {
 		frame, err := fr.Next()
 		var v verdict
@@ -128,16 +114,10 @@ func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *f
 		case tooLarge:
 			v = f.oversize(ctx, from, e)
 		case err == io.EOF:
-			if err := out.flush(); err != nil {
-				return err
-			}
-			return q.close()
+			return out.flush()
 		default:
 			if ferr := out.flush(); ferr != nil {
 				return ferr
-			}
-			if werr := q.close(); werr != nil {
-				return werr // also what stopped the reader, if it was the writer
 			}
 			return readError(from, err)
 		}
@@ -162,13 +142,11 @@ func pump(ctx context.Context, f *filter, from peer, src io.Reader, dst, back *f
 	}
 }
 
-// pending holds the frames a pump has yet to hand to its writer: either a
-// span of the frame reader's buffer (frames forwarded unchanged and
-// adjacent there) or a batch of copies.
+// pending holds the frames a pump has yet to write: either a span of the
+// frame reader's buffer (frames forwarded unchanged and adjacent there) or
+// a batch of copies.
 type pending struct {
-	q *writeQueue
-	// lend tells the frame reader that its buffer is being written from.
-	lend func()
+	write func([]byte) error
 	// span is a slice of the reader's buffer; its capacity reaches to the
 	// buffer's end. Empty while batch is in use.
 	span  []byte
@@ -184,12 +162,8 @@ func (q *pending) add(p []byte, inPlace bool) error {
 		}
 	}
 	switch {
-	case len(p) >= batchBytes && inPlace:
-		q.lend()
-		return q.q.send(queued{p: p})
 	case len(p) >= batchBytes:
-		// A rewritten copy of its own: it counts against the bound.
-		return q.q.send(queued{p: p, counted: true})
+		return q.write(p)
 	case inPlace && len(q.batch) == 0 && len(q.span) == 0:
 		q.span = p
 	case inPlace && len(q.batch) == 0 && follows(q.span, p):
@@ -204,20 +178,17 @@ func (q *pending) add(p []byte, inPlace bool) error {
 	return nil
 }
 
-// flush hands the pending frames to the writer.
+// flush writes the pending frames.
 func (q *pending) flush() error {
-	switch {
-	case len(q.batch) > 0:
-		b := q.batch
-		q.batch = nil // the writer owns it now
-		return q.q.send(queued{p: b, counted: true})
-	case len(q.span) > 0:
-		sp := q.span
-		q.span = nil
-		q.lend()
-		return q.q.send(queued{p: sp})
+	p := q.span
+	if len(q.batch) > 0 {
+		p = q.batch
 	}
-	return nil
+	q.span, q.batch = nil, q.batch[:0]
+	if len(p) == 0 {
+		return nil
+	}
+	return q.write(p)
 }
 
 // unchanged reports whether out is frame itself, not a rewritten copy.

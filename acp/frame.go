@@ -56,14 +56,6 @@ type FrameReader struct {
 	start, end int   // unread data is buf[start:end]
 	scanned    int   // bytes of buf[start:end] known to hold no '\n'
 	err        error // sticky error from r
-	// lent is set while frames returned by Next may still be read by
-	// someone else (see Lend): the buffer must not be written to.
-	lent bool
-	// retire, set with Lend, gives the lent buffer up before the reader
-	// writes again and returns the buffer to continue in (at least tail
-	// plus readChunk bytes), or nil once the borrower is done with the old
-	// one. An error stops the reader like a read error.
-	retire func(old []byte, tail int) ([]byte, error)
 }
 
 // NewFrameReader returns a reader of frames from r. A maxFrameBytes of zero
@@ -128,40 +120,9 @@ func (fr *FrameReader) Buffered() bool {
 	return false
 }
 
-// lend marks the frames returned so far as still in use after the next
-// call of Next: before it writes to its buffer again, the reader calls
-// retire and moves to the buffer it returns, leaving the old one to the
-// borrower. Frames returned later are lent only when lend is called again.
-func (fr *FrameReader) lend(retire func(old []byte, tail int) ([]byte, error)) {
-	fr.lent, fr.retire = true, retire
-}
-
-// moveOn leaves a lent buffer before it is written to, keeping keep of its
-// unread bytes. It reports false (with fr.err set) when retire failed.
-func (fr *FrameReader) moveOn(keep int) bool {
-	if !fr.lent {
-		return true
-	}
-	nb, err := fr.retire(fr.buf, keep)
-	if err != nil {
-		fr.err = err
-		return false
-	}
-	fr.lent = false
-	if nb != nil {
-		fr.end = copy(nb, fr.buf[fr.start:fr.start+keep])
-		fr.start = 0
-		fr.buf = nb
-	}
-	return true
-}
-
 // fill reads once into the buffer, first making room for at least readChunk
 // bytes. The buffer never grows beyond max+readChunk.
 func (fr *FrameReader) fill() int {
-	if !fr.moveOn(fr.end - fr.start) {
-		return 0
-	}
 	if fr.start > 0 {
 		copy(fr.buf, fr.buf[fr.start:fr.end])
 		fr.end -= fr.start
@@ -192,10 +153,6 @@ func (fr *FrameReader) tooLarge(data []byte, size int64) *FrameTooLargeError {
 // the end of the stream, using only the existing buffer.
 func (fr *FrameReader) discard() error {
 	e := fr.tooLarge(fr.buf[fr.start:fr.end], int64(fr.end-fr.start))
-	if !fr.moveOn(0) {
-		fr.start, fr.end, fr.scanned = 0, 0, 0
-		return e
-	}
 	fr.start, fr.end, fr.scanned = 0, 0, 0
 	empty := 0
 	for fr.err == nil {
