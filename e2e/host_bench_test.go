@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +67,11 @@ func (m *flowMeter) elapsed() time.Duration {
 // each way. Each iteration runs the three in a rotated order, so none always
 // follows the others' exits; besides the ratios of the total rates, the
 // median of the per-iteration ratios (-median) is reported, which a burst
-// of load from other processes on the machine moves less.
+// of load from other processes on the machine moves less. The process's
+// own CPU time per MiB moved (each MiB goes in and comes back out; the
+// exec's start and end included) is reported for each (-cpu-ms/MiB): on a
+// machine whose cores are busy the bridge's extra CPU is what costs
+// throughput, and it moves less with the load than wall time does.
 func BenchmarkHostBridgeThroughput(b *testing.B) {
 	const total = 16 << 20
 	payload := benchPayload(total)
@@ -121,16 +126,22 @@ func BenchmarkHostBridgeThroughput(b *testing.B) {
 				return m.elapsed()
 			}
 			var rawTime, bridgeTime, plumbingTime time.Duration
+			var rawCPU, bridgeCPU, plumbingCPU time.Duration
+			timed := func(cpu *time.Duration, run func()) {
+				c0 := processCPU()
+				run()
+				*cpu += processCPU() - c0
+			}
 			var bridgeRatios, plumbingRatios []float64
 			b.SetBytes(int64(2 * len(payload)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				var r, br, pl time.Duration
 				runs := []func(){
-					func() { r = raw() },
-					func() { br = serve(acp.Policy{Mode: acp.ModeACP}) },
+					func() { timed(&rawCPU, func() { r = raw() }) },
+					func() { timed(&bridgeCPU, func() { br = serve(acp.Policy{Mode: acp.ModeACP}) }) },
 					// Codex pass-through: hostflow's plumbing without the policy's work.
-					func() { pl = serve(acp.Policy{Mode: acp.ModeCodexAppServer}) },
+					func() { timed(&plumbingCPU, func() { pl = serve(acp.Policy{Mode: acp.ModeCodexAppServer}) }) },
 				}
 				for k := range runs {
 					runs[(i+k)%len(runs)]()
@@ -149,8 +160,22 @@ func BenchmarkHostBridgeThroughput(b *testing.B) {
 			b.ReportMetric(plumbingRate/rawRate, "passthrough/raw")
 			b.ReportMetric(median(bridgeRatios), "bridge/raw-median")
 			b.ReportMetric(median(plumbingRatios), "passthrough/raw-median")
+			perMiB := func(d time.Duration) float64 { return d.Seconds() * 1000 / mb }
+			b.ReportMetric(perMiB(rawCPU), "raw-cpu-ms/MiB")
+			b.ReportMetric(perMiB(bridgeCPU), "bridge-cpu-ms/MiB")
+			b.ReportMetric(perMiB(plumbingCPU), "passthrough-cpu-ms/MiB")
 		})
 	}
+}
+
+// processCPU is the CPU time this process has used so far, user and
+// system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // median returns the middle of xs (the mean of the two middle values for an

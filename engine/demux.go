@@ -19,6 +19,12 @@ const maxSystemErrBytes = 4 << 10
 // payload.
 const demuxBuffer = 32 << 10
 
+// streamDemuxBuffer is the read buffer of an ExecStream, which carries
+// bulk protocol traffic: engines send at most 8 KiB (Podman) or 32 KiB
+// (Docker) per frame, and 256 KiB lets one read take in what a busy stream
+// has queued and one Read hand all of it on.
+const streamDemuxBuffer = 256 << 10
+
 // DemuxReader reads the stdout bytes of a multiplexed (non-TTY) attach
 // stream and writes its stderr frames to a writer as it meets them. It
 // does what stdcopy.StdCopy does, but pulled by the reader: no copying
@@ -27,7 +33,9 @@ const demuxBuffer = 32 << 10
 //
 // It reads the stream through a bounded buffer (32 KiB) so that a read
 // brings in whole frames with their headers; a payload at least that large
-// is read straight into the caller's slice.
+// is read straight into the caller's slice. A Read returns the stdout
+// bytes of every frame already in the buffer, as far as they fit, not one
+// frame's.
 //
 // Frames of the stdin stream are read as stdout, as StdCopy does; an
 // engine error frame (stream 3) ends the stream with its message. A
@@ -35,6 +43,7 @@ const demuxBuffer = 32 << 10
 type DemuxReader struct {
 	r      io.Reader
 	stderr io.Writer
+	size   int    // of buf
 	buf    []byte // allocated on first read
 	bs, be int    // buffered, unread bytes are buf[bs:be]
 	stream stdcopy.StdType
@@ -46,10 +55,15 @@ type DemuxReader struct {
 // NewDemuxReader returns a reader of the stdout bytes of r; stderr frames
 // go to stderr (nil discards them).
 func NewDemuxReader(r io.Reader, stderr io.Writer) *DemuxReader {
+	return newDemuxReaderSize(r, stderr, demuxBuffer)
+}
+
+// newDemuxReaderSize is NewDemuxReader with a read buffer of size bytes.
+func newDemuxReaderSize(r io.Reader, stderr io.Writer, size int) *DemuxReader {
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	return &DemuxReader{r: r, stderr: stderr}
+	return &DemuxReader{r: r, stderr: stderr, size: size}
 }
 
 // Read reads stdout payload into p. It returns io.EOF at a clean end of
@@ -59,7 +73,7 @@ func (d *DemuxReader) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	if d.buf == nil {
-		d.buf = make([]byte, demuxBuffer)
+		d.buf = make([]byte, d.size)
 	}
 	for d.err == nil {
 		if d.left == 0 {
@@ -71,7 +85,8 @@ func (d *DemuxReader) Read(p []byte) (int, error) {
 			continue
 		}
 		if d.stream != stdcopy.Stderr {
-			return n, nil // stdout, or stdin read as stdout
+			// stdout, or stdin read as stdout; with what else is buffered
+			return n + d.take(p[n:]), nil
 		}
 		// p is free until stdout bytes arrive: it carried stderr.
 		if _, werr := d.stderr.Write(p[:n]); werr != nil {
@@ -79,6 +94,38 @@ func (d *DemuxReader) Read(p []byte) (int, error) {
 		}
 	}
 	return 0, d.err
+}
+
+// take moves into p the stdout bytes the buffer already holds, going
+// past whole headers and stderr payload there, without reading the
+// stream. It stops at an engine error frame or an unknown stream (the next
+// Read reports it) and at a failed stderr write (d.err is set).
+func (d *DemuxReader) take(p []byte) int {
+	n := 0
+	for n < len(p) && d.err == nil {
+		if d.left == 0 {
+			if d.buffered() < 8 || stdcopy.StdType(d.buf[d.bs]) > stdcopy.Stderr {
+				break
+			}
+			d.readHeader() // reads nothing: the header is buffered
+			continue
+		}
+		k := min(d.left, d.buffered())
+		if k == 0 {
+			break
+		}
+		if d.stream == stdcopy.Stderr {
+			if _, err := d.stderr.Write(d.buf[d.bs : d.bs+k]); err != nil {
+				d.err = fmt.Errorf("writing stderr: %w", err)
+			}
+		} else {
+			k = copy(p[n:], d.buf[d.bs:d.bs+k])
+			n += k
+		}
+		d.bs += k
+		d.left -= k
+	}
+	return n
 }
 
 // buffered is how many unread bytes the buffer holds.

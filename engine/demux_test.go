@@ -176,3 +176,47 @@ func TestDemuxReaderReadsWholeFrames(t *testing.T) {
 		t.Errorf("100 frames of %d bytes took %d reads of the stream, want at most 3", 8+91, src.reads)
 	}
 }
+
+// TestDemuxReaderReturnsBufferedFrames: one Read hands on the stdout of
+// every frame the buffer already holds (Podman sends 8 KiB frames, Docker
+// 32 KiB; an ExecStream buffers 256 KiB), passing stderr frames on as it
+// goes, and stops before an engine error frame, which the next Read
+// reports.
+func TestDemuxReaderReturnsBufferedFrames(t *testing.T) {
+	var stream bytes.Buffer
+	var wantOut, wantErr strings.Builder
+	for i := 0; i < 20; i++ {
+		out := strings.Repeat(string(rune('a'+i)), 8<<10)
+		stream.Write(frame(1, out))
+		wantOut.WriteString(out)
+		if i%5 == 0 {
+			stream.Write(frame(2, "warn\n"))
+			wantErr.WriteString("warn\n")
+		}
+	}
+	stream.Write(frame(3, "engine gave up"))
+	var stderr bytes.Buffer
+	d := newDemuxReaderSize(&stream, &stderr, streamDemuxBuffer)
+	p := make([]byte, 1<<20)
+	n, err := d.Read(p)
+	if err != nil || string(p[:n]) != wantOut.String() || stderr.String() != wantErr.String() {
+		t.Fatalf("first Read: %d bytes (want %d), stderr %q, err %v", n, wantOut.Len(), stderr.String(), err)
+	}
+	if n, err := d.Read(p); n != 0 || err == nil || !strings.Contains(err.Error(), "engine gave up") {
+		t.Fatalf("second Read: %d bytes, %v; want the engine's error", n, err)
+	}
+	// A small p takes what fits and leaves the rest for the next Read.
+	stream.Reset()
+	stream.Write(frame(1, "hello "))
+	stream.Write(frame(1, "world\n"))
+	d = NewDemuxReader(&stream, nil)
+	small := make([]byte, 8)
+	n, err = d.Read(small)
+	if err != nil || string(small[:n]) != "hello wo" {
+		t.Fatalf("small Read: %q, %v", small[:n], err)
+	}
+	rest, err := io.ReadAll(d)
+	if err != nil || string(rest) != "rld\n" {
+		t.Fatalf("rest: %q, %v", rest, err)
+	}
+}

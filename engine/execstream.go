@@ -27,7 +27,8 @@ type StreamOptions struct {
 
 // ExecStream is a started protocol-mode exec. Read returns the command's
 // stdout bytes, demultiplexed as they are read: no copying goroutine and no
-// pipe sit between the engine's stream and the reader. Write sends to the
+// pipe sit between the engine's stream and the reader, and one Read
+// returns what up to 256 KiB of the stream already received holds. Write sends to the
 // command's stdin straight onto the engine's stream; CloseWrite half-closes
 // it so the command sees EOF. Once Read has returned an error, Wait returns
 // the exit status. Close ends the stream at any time. Read and Write may be
@@ -61,7 +62,7 @@ func (c *Conn) ExecStream(ctx context.Context, containerID string, opts StreamOp
 		return nil, c.classify("exec", containerID, err)
 	}
 	s := &ExecStream{c: c, containerID: containerID, execID: resp.ID, hr: hr,
-		stdout: NewDemuxReader(hr.Reader, opts.Stderr)}
+		stdout: newDemuxReaderSize(hr.Reader, opts.Stderr, streamDemuxBuffer)}
 	s.stop = context.AfterFunc(ctx, func() { hr.Close() })
 	return s, nil
 }
