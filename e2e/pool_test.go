@@ -432,3 +432,69 @@ func TestPoolFaults(t *testing.T) {
 		})
 	})
 }
+
+// TestPoolConcurrentToolClaims: a tools pool of 4; 16 tools calls by
+// podbot processes, 4 running at once, each claiming from the pool (found
+// through the members' host records, no engine list): 4 warm claims of 4
+// distinct members, 12 cold, none handed out twice; every session is gone
+// with its call, and no member directory is left with a record.
+func TestPoolConcurrentToolClaims(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		p := newPoolEnv(t, e, "ct")
+		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "4")
+		if r := p.ls(t, ctx); r.Ready != 4 {
+			t.Fatalf("after pool create: %+v", r)
+		}
+		var (
+			mu     sync.Mutex
+			claims []claimLine
+			wg     sync.WaitGroup
+		)
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 4 {
+					res := p.run(t, ctx, "tools", "call", "shell_execute", "--pool", p.name, "--args", `{"command":["id","-u"]}`)
+					c, ok := parseClaim(res.Stderr)
+					if res.Code != 0 || !ok || !strings.Contains(res.Stdout, "65534") {
+						t.Errorf("worker %d: tools call --pool: exit %d, claim reported %v\n%s\n%s", w, res.Code, ok, res.Stdout, res.Stderr)
+						return
+					}
+					mu.Lock()
+					claims = append(claims, c)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		outcomes, members := map[string]int{}, map[string]bool{}
+		for _, c := range claims {
+			outcomes[c.Outcome]++
+			if c.Outcome != podbot.ClaimWarm {
+				continue
+			}
+			if members[c.Member] || !strings.HasPrefix(c.Member, podbot.MemberPrefix+p.name+"-") {
+				t.Errorf("member %q handed out twice or reported badly", c.Member)
+			}
+			members[c.Member] = true
+		}
+		if len(claims) != 16 || outcomes[podbot.ClaimWarm] != 4 || outcomes[podbot.ClaimCold] != 12 {
+			t.Fatalf("%d claims, outcomes %v; want 16: 4 warm, 12 cold", len(claims), outcomes)
+		}
+		// Each session closed when its call returned: nothing of the pool
+		// is left in the engine, and no member directory keeps a record.
+		if left := p.containers(t, ctx); len(left) != 0 {
+			t.Errorf("%d containers left after the calls: %s", len(left), jsonOf(left))
+		}
+		recs, _ := filepath.Glob(filepath.Join(p.cache, "podbot", "tools", "pool-"+p.name+"-*", sandbox.MemberRecordName))
+		if len(recs) != 0 {
+			t.Errorf("member records left: %v", recs)
+		}
+	})
+}

@@ -42,6 +42,7 @@ func (s *Container) SessionDir() string { return s.dir }
 // AdoptContainer needs. The session is closed afterwards (Close then
 // removes nothing). With no container running it returns false.
 func (s *Container) Release() (Running, bool) {
+	s.awaitRename(context.Background())
 	s.life.Lock()
 	defer s.life.Unlock()
 	lc := s.cur
