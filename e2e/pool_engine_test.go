@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/pool"
 	"github.com/podbot/podbot/sandbox"
 )
 
@@ -308,4 +309,133 @@ func TestPoolEngineRestart(t *testing.T) {
 			t.Errorf("member directories %v, records %v; want the 2 ready members'", dirs, recs)
 		}
 	})
+}
+
+// TestPoolFullDisk: the host directory tools members live in (the tools
+// workspace root) is on a full filesystem (a tmpfs of 256 KiB filled to
+// the last byte). The refill fails with the kernel's own error, backs off
+// (a pass within the backoff tries no create) and shows the error in pool
+// ls; no container and no member directory is left half-made; a claim from
+// the empty pool falls back cold, and that session, which cannot write its
+// socket key either, says so and answers over an exec stream. With a page
+// or two free, a member gets as far as a running container before a write
+// fails, and is removed whole. Once space is freed, the next pass after
+// the backoff fills the pool.
+func TestPoolFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test mounts a tmpfs: run the e2e suite as root, as make test-e2e does on these hosts")
+	}
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		mnt, err := os.MkdirTemp("", "pbfull")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
+			t.Fatalf("mount a tmpfs: %v: %s", err, out)
+		}
+		t.Cleanup(func() {
+			exec.Command("umount", "-l", mnt).Run()
+			os.RemoveAll(mnt)
+		})
+		root := filepath.Join(mnt, "podbot", "tools")
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		filler := filepath.Join(mnt, "filler")
+		f, err := os.Create(filler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		block := make([]byte, 4096)
+		for {
+			if _, err := f.Write(block); err != nil {
+				break // ENOSPC: the filesystem is full
+			}
+		}
+		f.Close()
+		p := newPoolEnv(t, e, "fd")
+		p.env = append(p.env, "XDG_CACHE_HOME="+mnt) // the last value wins
+		p.cache = mnt
+
+		res := p.run(t, ctx, "pool", "create", p.name, "--size", "2")
+		if res.Code == 0 || !strings.Contains(res.Stderr, "no space left on device") {
+			t.Errorf("pool create on a full disk: exit %d\n%s", res.Code, res.Stderr)
+		}
+		r := p.ls(t, ctx)
+		if r.Failing != 1 || r.Ready != 0 || !strings.Contains(r.LastError, "no space left on device") {
+			t.Errorf("pool ls after the failed refill: %s", jsonOf(r))
+		}
+		p.run(t, ctx, "pool", "resize", p.name, "2")
+		if r := p.ls(t, ctx); r.Failing != 1 {
+			t.Errorf("a pass within the backoff tried again: %s", jsonOf(r))
+		}
+		if left := p.containers(t, ctx); len(left) != 0 {
+			t.Errorf("failed creates left %d containers: %s", len(left), jsonOf(left))
+		}
+		if dirs, _ := filepath.Glob(filepath.Join(root, sandbox.MemberDirPrefix+p.name+"-*")); len(dirs) != 0 {
+			t.Errorf("failed creates left member directories %v", dirs)
+		}
+		res = p.run(t, ctx, "tools", "call", "ls", "--pool", p.name, "--args", `{"path":"."}`)
+		// The cold session cannot write its socket key either: it says so
+		// and reaches its sidecar over an exec stream instead.
+		if res.Code != 0 || !hasAll(res.Stderr, "outcome=cold", "no space left on device", "uses an exec stream") {
+			t.Errorf("claim from the pool on a full disk: exit %d\n%s", res.Code, res.Stderr)
+		}
+		if left := p.containers(t, ctx); len(left) != 0 {
+			t.Errorf("the cold claim left %d containers", len(left))
+		}
+
+		// Room for a page or two: the member's directory fits, its socket
+		// key does not (it falls back to an exec stream, as a session
+		// does), its container is made and started, and the member record
+		// cannot be written: the half-made member is removed with its
+		// container and directory, and the pool backs off further.
+		for pages := 1; pages <= 2; pages++ {
+			fi, _ := os.Stat(filler)
+			if err := os.Truncate(filler, fi.Size()-4096); err != nil {
+				t.Fatal(err)
+			}
+			st, err := p.store(t).GetStatus(p.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Until(st.RetryAt) + 100*time.Millisecond)
+			res := p.run(t, ctx, "pool", "resize", p.name, "2")
+			if res.Code == 0 || !strings.Contains(res.Stderr, "no space left on device") {
+				t.Errorf("%d free pages: exit %d\n%s", pages, res.Code, res.Stderr)
+			}
+			r := p.ls(t, ctx)
+			if left := p.containers(t, ctx); len(left) != r.Ready {
+				t.Errorf("%d free pages: %d containers for %d ready members: %s", pages, len(left), r.Ready, jsonOf(left))
+			}
+			if dirs, _ := filepath.Glob(filepath.Join(root, sandbox.MemberDirPrefix+p.name+"-*")); len(dirs) != r.Ready {
+				t.Errorf("%d free pages: member directories %v for %d ready members", pages, dirs, r.Ready)
+			}
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		st, err := p.store(t).GetStatus(p.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(st.RetryAt) + 100*time.Millisecond)
+		p.mustRun(t, ctx, "pool", "resize", p.name, "2")
+		if r := p.ls(t, ctx); r.Ready != 2 || r.Failing != 0 {
+			t.Errorf("after space was freed: %s", jsonOf(r))
+		}
+	})
+}
+
+// store opens this environment's pool store (the state directory podbot
+// uses with XDG_STATE_HOME set to p.state).
+func (p *poolEnv) store(t testing.TB) *pool.Store {
+	t.Helper()
+	st, err := pool.OpenStore(filepath.Join(p.state, "podbot", "pools"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
