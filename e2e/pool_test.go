@@ -201,7 +201,9 @@ func TestPoolConcurrentClaims(t *testing.T) {
 // cases (path confinement, pids limit, read-only root, network none) on a
 // session claimed from a pool, and checks that the claimed workspace is
 // hydrated, that the claim made no exec (it connects over the member's
-// link socket) and that the CLI's tools call --pool reports a warm claim.
+// link socket), that the member takes the session's name (a rename that
+// lands after the claim returned) and that the CLI's tools call --pool
+// reports a warm claim.
 func TestPoolClaimedToolSessionLikeCold(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -240,6 +242,17 @@ func TestPoolClaimedToolSessionLikeCold(t *testing.T) {
 		// over that socket, so the engine saw no exec into it.
 		if link, ex := s.Info().Link, execEvents(t, ctx, e, s.Info().ContainerID, since); link != sandbox.LinkSocket || len(ex) != 0 {
 			t.Errorf("claimed session reaches its sidecar over %q with exec events %v; want the socket and none", link, ex)
+		}
+		// The session was handed out before its rename landed (its id is
+		// podbot's own); the rename lands by itself.
+		for t0 := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+			in, err := e.API.ContainerInspect(ctx, s.Info().ContainerID)
+			if err == nil && strings.TrimPrefix(in.Name, "/") == outcome.Name {
+				break
+			}
+			if time.Since(t0) > 30*time.Second {
+				t.Fatalf("the claimed member was not renamed to %s: %s, %v", outcome.Name, in.Name, err)
+			}
 		}
 		checkHostileInputs(t, ctx, s)
 		if id, err := shellCall(ctx, s, 0, "id", "-u"); err != nil || id.Stdout != "65534\n" {
