@@ -71,3 +71,23 @@ func TestScanMembers(t *testing.T) {
 		t.Error("a pool name with a path separator was scanned")
 	}
 }
+
+// FuzzMemberRecord: whatever a member record holds, readMemberRecord
+// returns either an error or exactly one full container id.
+func FuzzMemberRecord(f *testing.F) {
+	f.Add([]byte(strings.Repeat("ab", 32) + "\n"))
+	f.Add([]byte(strings.Repeat("ab", 32) + "\n" + strings.Repeat("cd", 32)))
+	f.Add([]byte("../../etc/passwd"))
+	f.Add([]byte{})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, MemberRecordName)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		id, err := readMemberRecord(dir)
+		if err == nil && !containerIDPattern.MatchString(id) {
+			t.Fatalf("record %q read as %q", data, id)
+		}
+	})
+}
