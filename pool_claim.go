@@ -168,7 +168,7 @@ func (b *PoolBackend) adopt(ctx context.Context, m pool.Member, name string, cop
 		return nil, err // ClaimPoolMember removed the member
 	}
 	if ownName {
-		s.SettleRename(renamed)
+		s.SettleRename(ctx, renamed)
 		return s, nil
 	}
 	if rerr := <-renamed; rerr != nil {

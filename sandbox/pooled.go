@@ -172,7 +172,8 @@ func claimPoolMember(ctx context.Context, rt runtime, opts ContainerOptions, r R
 // pool member by name, is removed and the session's next call starts a
 // container of its own, as after a crash; the failure is logged. Close and
 // Release wait for the rename to settle.
-func (s *Container) SettleRename(done <-chan error) {
+func (s *Container) SettleRename(ctx context.Context, done <-chan error) {
+	ctx = context.WithoutCancel(ctx) // the removal after a failed rename outlives the claim
 	settled := make(chan struct{})
 	s.life.Lock()
 	var id, name string
@@ -194,7 +195,7 @@ func (s *Container) SettleRename(done <-chan error) {
 		}
 		s.logger.Warn("a claimed pool member could not take the session's name; replacing it with a container of the session's own",
 			"session", s.id, "container", name, "error", err)
-		if rerr := s.dropLocked(context.Background(), true); rerr != nil {
+		if rerr := s.dropLocked(ctx, true); rerr != nil {
 			s.logger.Warn("cannot remove the claimed pool member", "container", name, "error", rerr)
 		}
 	}()

@@ -221,7 +221,7 @@ func TestSettleRename(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
-			s.SettleRename(done)
+			s.SettleRename(context.Background(), done)
 			// The first call does not wait for the rename.
 			mustCall(t, s, tools.ReadFileTool, `{"file_path":"in.txt"}`)
 			if fail {
@@ -264,7 +264,7 @@ func TestCloseWaitsForRename(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	s.SettleRename(done)
+	s.SettleRename(context.Background(), done)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close(context.Background()) }()
 	select {
