@@ -87,7 +87,8 @@ func claimToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOp
 		return nil, &errdefs.ConfigError{Key: "pool", Reason: errdefs.ErrConflict,
 			Msg: "pool " + spec.Name + " holds " + spec.Kind + " sandboxes; tool sessions claim from tools pools (use podbot create --pool for agent pools)"}
 	}
-	if copts.ID == "" {
+	ownName := copts.ID == ""
+	if ownName {
 		sid, err := newSessionID()
 		if err != nil {
 			return nil, err
@@ -117,7 +118,7 @@ func claimToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOp
 		return nil, err
 	}
 	name := sandbox.ContainerName(copts.ID, 1)
-	s, err := b.adopt(ctx, m, name, copts)
+	s, err := b.adopt(ctx, m, name, copts, ownName)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -137,26 +138,40 @@ func claimToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOp
 	return s, nil
 }
 
+// renameTimeout bounds the rename of a claimed tools member, which may
+// outlive the claim (see adopt).
+const renameTimeout = 30 * time.Second
+
 // adopt renames a taken tools member to name and opens the session on it
 // (sandbox.ClaimPoolMember: over the member's link socket when it has
-// one, so no exec), the two at once: ownership was settled by Take, and until the rename
-// lands the member only looks like one being made, which nothing else
-// touches for minutes. On failure the member is gone.
-func (b *PoolBackend) adopt(ctx context.Context, m pool.Member, name string, copts sandbox.ContainerOptions) (ToolSession, error) {
+// one, so no exec), the two at once: ownership was settled by Take, and
+// until the rename lands the member only looks like one being made, which
+// nothing else touches for minutes. When the session's name is its own
+// (ownName: a generated session id, so no other container can hold it),
+// the session is handed out before the rename lands and settles it itself
+// (Container.SettleRename: a failed rename replaces the member with a
+// container of the session's own); otherwise the claim waits for it. On
+// failure the member is gone.
+func (b *PoolBackend) adopt(ctx context.Context, m pool.Member, name string, copts sandbox.ContainerOptions, ownName bool) (ToolSession, error) {
 	renamed := make(chan error, 1)
 	go func() {
-		err := b.conn.API().ContainerRename(ctx, m.ID, name)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), renameTimeout)
+		defer cancel()
+		err := b.conn.API().ContainerRename(rctx, m.ID, name)
 		if err != nil {
 			err = engine.Classify("rename pool member", b.conn.Endpoint().String(), name, err)
 		}
 		renamed <- err
 	}()
 	s, err := sandbox.ClaimPoolMember(ctx, b.conn, copts, sandbox.Running{ContainerID: m.ID, ContainerName: name, SessionDir: m.Dir})
-	rerr := <-renamed
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err // ClaimPoolMember removed the member
-	case rerr != nil:
+	}
+	if ownName {
+		s.SettleRename(ctx, renamed)
+		return s, nil
+	}
+	if rerr := <-renamed; rerr != nil {
 		cctx, cancel := engine.CleanupContext(ctx)
 		defer cancel()
 		return nil, errors.Join(rerr, s.Close(cctx))

@@ -186,6 +186,14 @@ func (b *PoolBackend) Create(ctx context.Context, spec pool.Spec) (pool.Member, 
 			return pool.Member{}, err
 		}
 		m.ID, m.Dir = r.ContainerID, r.SessionDir
+		// The record lets claimers find the member without listing the
+		// engine's containers; it is written before the pause, so a
+		// claimer that reads it early gets only a failed unpause.
+		if err := sandbox.RecordMember(m.Dir, m.ID); err != nil {
+			cctx, cancel := engine.CleanupContext(ctx)
+			defer cancel()
+			return pool.Member{}, errors.Join(err, b.removeContainer(cctx, m))
+		}
 	case pool.KindAgent:
 		copts, err := createOptionsFor(spec, b.opts.Config, b.opts.SidecarPath, b.opts.Environ)
 		if err != nil {
@@ -207,16 +215,53 @@ func (b *PoolBackend) Create(ctx context.Context, spec pool.Spec) (pool.Member, 
 	return m, nil
 }
 
-// Take unpauses member m: the engine lets exactly one caller do that.
+// Scan names the tools members of poolName whose directories under this
+// process's workspace root still hold a member record
+// (sandbox.ScanMembers): no engine call. Members of other kinds, and tools
+// members made without a record, are found by Members.
+func (b *PoolBackend) Scan(_ context.Context, poolName string) ([]pool.Member, error) {
+	if err := pool.ValidName(poolName); err != nil {
+		return nil, err
+	}
+	found, err := sandbox.ScanMembers(b.workspaceRoot(), poolName)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pool.Member, 0, len(found))
+	for _, f := range found {
+		out = append(out, pool.Member{Pool: poolName, ID: f.ContainerID, Name: MemberName(poolName, f.MemberID), State: pool.StateReady, Dir: f.Dir})
+	}
+	return out, nil
+}
+
+// Take unpauses member m: the engine lets exactly one caller do that. The
+// winner removes the member's record, so scans stop naming it; so does a
+// caller that finds the member's container gone.
 func (b *PoolBackend) Take(ctx context.Context, m pool.Member) error {
 	err := b.conn.API().ContainerUnpause(ctx, m.ID)
 	if err == nil {
+		b.forget(m)
 		return nil
 	}
 	if ctx.Err() != nil || client.IsErrConnectionFailed(err) {
 		return engine.Classify("take pool member", b.conn.Endpoint().String(), m.Name, err)
 	}
-	return fmt.Errorf("%w: %s: %v", pool.ErrTaken, m.Name, engine.Classify("unpause", b.conn.Endpoint().String(), m.Name, err))
+	cerr := engine.Classify("unpause", b.conn.Endpoint().String(), m.Name, err)
+	if errors.Is(cerr, errdefs.ErrNotFound) {
+		b.forget(m)
+	}
+	return fmt.Errorf("%w: %s: %v", pool.ErrTaken, m.Name, cerr)
+}
+
+// forget removes m's member record when m is a tools member whose
+// directory has podbot's shape for it.
+func (b *PoolBackend) forget(m pool.Member) {
+	if m.Dir == "" || filepath.Base(m.Dir) != sandbox.MemberDirPrefix+m.Pool+"-"+memberID(m.Pool, m.Name) {
+		return
+	}
+	if err := sandbox.ForgetMember(m.Dir); err != nil {
+		b.opts.Logger.Warn("cannot remove a taken pool member's record", "member", m.Name, "error", err)
+	}
 }
 
 // Remove takes a ready member (so no claimer gets it), then removes its

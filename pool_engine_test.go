@@ -1,14 +1,20 @@
 package podbot
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/pool"
+	"github.com/podbot/podbot/sandbox"
 )
 
 func TestMemberNames(t *testing.T) {
@@ -111,5 +117,90 @@ func TestClaimSandboxRefusesPerSandboxSettings(t *testing.T) {
 		if _, err := claimSandbox(t.Context(), nil, o); !errors.Is(err, errdefs.ErrConflict) {
 			t.Errorf("%s: %v, want a conflict", name, err)
 		}
+	}
+}
+
+// TestPoolBackendScanAndTake: Scan names the recorded tools members of a
+// pool from their directories alone (no engine call); the unpause that
+// takes one removes its record, and so does one that finds the container
+// gone; an unpause that loses (the member is running) leaves the record
+// to the member's owner and reports pool.ErrTaken.
+func TestPoolBackendScanAndTake(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	status := map[string]int{}
+	conn := serveFakeEngine(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[r.Method+" "+r.URL.Path[strings.Index(r.URL.Path[1:], "/")+1:]]++
+		for id, code := range status {
+			if strings.Contains(r.URL.Path, "/containers/"+id+"/unpause") {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(code)
+				if code != http.StatusNoContent {
+					fmt.Fprintf(w, `{"message":"unpause %s: %d"}`, id, code)
+				}
+				return
+			}
+		}
+		if r.URL.Path == "/_ping" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		http.Error(w, "unexpected "+r.URL.Path, http.StatusTeapot)
+	}))
+	root := t.TempDir()
+	ids := map[string]string{}
+	for i, mid := range []string{"aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"} {
+		dir := filepath.Join(root, "pool-evals-"+mid)
+		if err := os.MkdirAll(filepath.Join(dir, "workspace"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cid := strings.Repeat(string(rune('1'+i)), 64)
+		if err := sandbox.RecordMember(dir, cid); err != nil {
+			t.Fatal(err)
+		}
+		ids[mid] = cid
+	}
+	status[ids["aaaaaaaaaaaa"]] = http.StatusNoContent // taken
+	status[ids["bbbbbbbbbbbb"]] = http.StatusNotFound  // container gone
+	status[ids["cccccccccccc"]] = http.StatusConflict  // running: someone else has it
+	b := NewPoolBackend(conn, PoolOptions{Config: config.Default(), WorkspaceRoot: root})
+	mu.Lock()
+	before := len(calls)
+	mu.Unlock()
+	ms, err := b.Scan(context.Background(), "evals")
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("scan = %+v, %v", ms, err)
+	}
+	mu.Lock()
+	if len(calls) != before {
+		t.Errorf("Scan called the engine: %v", calls)
+	}
+	mu.Unlock()
+	for _, m := range ms {
+		mid := memberID("evals", m.Name)
+		if m.ID != ids[mid] || m.State != pool.StateReady || m.Dir != filepath.Join(root, "pool-evals-"+mid) {
+			t.Errorf("scanned %+v", m)
+		}
+		err := b.Take(context.Background(), m)
+		_, recErr := os.Lstat(filepath.Join(m.Dir, sandbox.MemberRecordName))
+		switch mid {
+		case "aaaaaaaaaaaa":
+			if err != nil || !os.IsNotExist(recErr) {
+				t.Errorf("taken: %v, record %v", err, recErr)
+			}
+		case "bbbbbbbbbbbb":
+			if !errors.Is(err, pool.ErrTaken) || !os.IsNotExist(recErr) {
+				t.Errorf("gone: %v, record %v", err, recErr)
+			}
+		case "cccccccccccc":
+			if !errors.Is(err, pool.ErrTaken) || recErr != nil {
+				t.Errorf("lost: %v, record %v", err, recErr)
+			}
+		}
+	}
+	if ms, _ := b.Scan(context.Background(), "evals"); len(ms) != 1 || memberID("evals", ms[0].Name) != "cccccccccccc" {
+		t.Errorf("scan after the takes = %+v", ms)
 	}
 }

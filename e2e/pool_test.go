@@ -201,7 +201,9 @@ func TestPoolConcurrentClaims(t *testing.T) {
 // cases (path confinement, pids limit, read-only root, network none) on a
 // session claimed from a pool, and checks that the claimed workspace is
 // hydrated, that the claim made no exec (it connects over the member's
-// link socket) and that the CLI's tools call --pool reports a warm claim.
+// link socket), that the member takes the session's name (a rename that
+// lands after the claim returned) and that the CLI's tools call --pool
+// reports a warm claim.
 func TestPoolClaimedToolSessionLikeCold(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -240,6 +242,17 @@ func TestPoolClaimedToolSessionLikeCold(t *testing.T) {
 		// over that socket, so the engine saw no exec into it.
 		if link, ex := s.Info().Link, execEvents(t, ctx, e, s.Info().ContainerID, since); link != sandbox.LinkSocket || len(ex) != 0 {
 			t.Errorf("claimed session reaches its sidecar over %q with exec events %v; want the socket and none", link, ex)
+		}
+		// The session was handed out before its rename landed (its id is
+		// podbot's own); the rename lands by itself.
+		for t0 := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+			in, err := e.API.ContainerInspect(ctx, s.Info().ContainerID)
+			if err == nil && strings.TrimPrefix(in.Name, "/") == outcome.Name {
+				break
+			}
+			if time.Since(t0) > 30*time.Second {
+				t.Fatalf("the claimed member was not renamed to %s: %s, %v", outcome.Name, in.Name, err)
+			}
 		}
 		checkHostileInputs(t, ctx, s)
 		if id, err := shellCall(ctx, s, 0, "id", "-u"); err != nil || id.Stdout != "65534\n" {
@@ -430,5 +443,71 @@ func TestPoolFaults(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// TestPoolConcurrentToolClaims: a tools pool of 4; 16 tools calls by
+// podbot processes, 4 running at once, each claiming from the pool (found
+// through the members' host records, no engine list): 4 warm claims of 4
+// distinct members, 12 cold, none handed out twice; every session is gone
+// with its call, and no member directory is left with a record.
+func TestPoolConcurrentToolClaims(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		p := newPoolEnv(t, e, "ct")
+		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "4")
+		if r := p.ls(t, ctx); r.Ready != 4 {
+			t.Fatalf("after pool create: %+v", r)
+		}
+		var (
+			mu     sync.Mutex
+			claims []claimLine
+			wg     sync.WaitGroup
+		)
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 4 {
+					res := p.run(t, ctx, "tools", "call", "shell_execute", "--pool", p.name, "--args", `{"command":["id","-u"]}`)
+					c, ok := parseClaim(res.Stderr)
+					if res.Code != 0 || !ok || !strings.Contains(res.Stdout, "65534") {
+						t.Errorf("worker %d: tools call --pool: exit %d, claim reported %v\n%s\n%s", w, res.Code, ok, res.Stdout, res.Stderr)
+						return
+					}
+					mu.Lock()
+					claims = append(claims, c)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		outcomes, members := map[string]int{}, map[string]bool{}
+		for _, c := range claims {
+			outcomes[c.Outcome]++
+			if c.Outcome != podbot.ClaimWarm {
+				continue
+			}
+			if members[c.Member] || !strings.HasPrefix(c.Member, podbot.MemberPrefix+p.name+"-") {
+				t.Errorf("member %q handed out twice or reported badly", c.Member)
+			}
+			members[c.Member] = true
+		}
+		if len(claims) != 16 || outcomes[podbot.ClaimWarm] != 4 || outcomes[podbot.ClaimCold] != 12 {
+			t.Fatalf("%d claims, outcomes %v; want 16: 4 warm, 12 cold", len(claims), outcomes)
+		}
+		// Each session closed when its call returned: nothing of the pool
+		// is left in the engine, and no member directory keeps a record.
+		if left := p.containers(t, ctx); len(left) != 0 {
+			t.Errorf("%d containers left after the calls: %s", len(left), jsonOf(left))
+		}
+		recs, _ := filepath.Glob(filepath.Join(p.cache, "podbot", "tools", "pool-"+p.name+"-*", sandbox.MemberRecordName))
+		if len(recs) != 0 {
+			t.Errorf("member records left: %v", recs)
+		}
 	})
 }

@@ -7,7 +7,7 @@
 // sidecar answering, then parked so it can be claimed), takes one
 // atomically, and removes one. Claim and Refiller hold the backend-neutral
 // logic: a claim tries ready members in random order until one Take
-// succeeds; a refiller keeps a pool at size, replaces members that stopped,
+// succeeds (first those a Scanner names cheaply, when the backend has one); a refiller keeps a pool at size, replaces members that stopped,
 // failed or aged past their maximum age, and backs off when creates keep
 // failing. The container-engine backend lives in package podbot (paused
 // containers, taken by unpausing); a Kubernetes backend can implement the

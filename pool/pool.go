@@ -146,6 +146,17 @@ type Claimer interface {
 	ClaimMember(ctx context.Context, pool string, wait time.Duration) (m Member, waited bool, err error)
 }
 
+// Scanner is implemented by a backend that can name a pool's likely-ready
+// members more cheaply than Members: the engine backend reads the records
+// its tools members keep in podbot's own directories instead of listing
+// the engine's containers. Scan may name members that were claimed or
+// removed meanwhile and may miss some; Claim tries the members it names
+// first, each with Take (which alone decides who gets one), and lists
+// with Members only when none of them could be taken.
+type Scanner interface {
+	Scan(ctx context.Context, pool string) ([]Member, error)
+}
+
 // ErrEmpty is the reason of the error Claim returns when the pool had no
 // ready member (within the wait).
 var ErrEmpty = errors.New("pool has no ready member")
@@ -181,13 +192,46 @@ const pollInterval = 50 * time.Millisecond
 // with wait 0) the error matches ErrEmpty. waited reports that the pool
 // was empty at first and the member came during the wait.
 //
-// A backend that implements Claimer claims through it instead.
+// A backend that implements Scanner is scanned first in each pass; one
+// that implements Claimer claims through it instead.
 func Claim(ctx context.Context, b Backend, pool string, wait time.Duration) (m Member, waited bool, err error) {
 	if c, ok := b.(Claimer); ok {
 		return c.ClaimMember(ctx, pool, wait)
 	}
 	start := time.Now()
+	scanner, _ := b.(Scanner)
 	for pass := 0; ; pass++ {
+		var lastErr error
+		tried := map[string]bool{}
+		// try takes the first of ms that Take gives this caller.
+		try := func(ms []Member) (Member, bool, error) {
+			rand.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
+			for _, m := range ms {
+				if tried[m.ID] {
+					continue
+				}
+				tried[m.ID] = true
+				err := b.Take(ctx, m)
+				if err == nil {
+					return m, true, nil
+				}
+				if !errors.Is(err, ErrTaken) {
+					lastErr = err
+				}
+				if ctx.Err() != nil {
+					return Member{}, false, ctx.Err()
+				}
+			}
+			return Member{}, false, nil
+		}
+		if scanner != nil {
+			// A scan that fails is no answer: the list below decides.
+			if ms, err := scanner.Scan(ctx, pool); err == nil {
+				if m, ok, err := try(ms); ok || err != nil {
+					return m, ok && pass > 0, err
+				}
+			}
+		}
 		ms, err := b.Members(ctx, pool)
 		if err != nil {
 			return Member{}, false, err
@@ -198,19 +242,8 @@ func Claim(ctx context.Context, b Backend, pool string, wait time.Duration) (m M
 				ready = append(ready, m)
 			}
 		}
-		rand.Shuffle(len(ready), func(i, j int) { ready[i], ready[j] = ready[j], ready[i] })
-		var lastErr error
-		for _, m := range ready {
-			err := b.Take(ctx, m)
-			if err == nil {
-				return m, pass > 0, nil
-			}
-			if !errors.Is(err, ErrTaken) {
-				lastErr = err
-			}
-			if ctx.Err() != nil {
-				return Member{}, false, ctx.Err()
-			}
+		if m, ok, err := try(ready); ok || err != nil {
+			return m, ok && pass > 0, err
 		}
 		waited := time.Since(start)
 		if waited >= wait {

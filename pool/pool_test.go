@@ -143,3 +143,73 @@ func TestClaimUsesAClaimer(t *testing.T) {
 		t.Fatalf("%+v %v calls=%d", m, err, b.calls)
 	}
 }
+
+// scanningBackend names members from a stale snapshot (as a scan of host
+// records may: members claimed since, members it never saw) and counts
+// the lists it needed.
+type scanningBackend struct {
+	*fakeBackend
+	mu      sync.Mutex
+	snap    []Member
+	lists   int
+	scanErr error
+}
+
+func (s *scanningBackend) Scan(context.Context, string) ([]Member, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Member(nil), s.snap...), s.scanErr
+}
+
+func (s *scanningBackend) Members(ctx context.Context, pool string) ([]Member, error) {
+	s.mu.Lock()
+	s.lists++
+	s.mu.Unlock()
+	return s.fakeBackend.Members(ctx, pool)
+}
+
+// TestClaimScansFirst: a claim takes a scanned member without listing;
+// concurrent claimers from one stale scan still get each member once, and
+// members the scan missed are found by the list; a failing scan falls
+// back to the list.
+func TestClaimScansFirst(t *testing.T) {
+	f := newFake()
+	fill(t, f, Spec{Name: "p", Size: 8})
+	all, _ := f.Members(context.Background(), "p")
+	b := &scanningBackend{fakeBackend: f, snap: append(all[:4:4], Member{Pool: "p", ID: "gone", Name: "gone", State: StateReady})}
+	if _, _, err := Claim(context.Background(), b, "p", 0); err != nil || b.lists != 0 {
+		t.Fatalf("claim with a good scan: %v, %d lists; want none", err, b.lists)
+	}
+	var (
+		mu  sync.Mutex
+		got = map[string]int{}
+		wg  sync.WaitGroup
+	)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, _, err := Claim(context.Background(), b, "p", 0)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			got[m.ID]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(got) != 7 {
+		t.Fatalf("claimed %d distinct members; want the 7 left", len(got))
+	}
+	for id, n := range got {
+		if n != 1 {
+			t.Errorf("member %s handed out %d times", id, n)
+		}
+	}
+	fill(t, f, Spec{Name: "p", Size: 1})
+	b.scanErr = errors.New("unreadable")
+	if _, _, err := Claim(context.Background(), b, "p", 0); err != nil {
+		t.Fatalf("claim after a failing scan: %v", err)
+	}
+}

@@ -55,6 +55,7 @@ type Container struct {
 	member      *memberStart // set while a pool member is made
 	generation  int
 	recreations int
+	renaming    chan struct{} // closed once a pending rename settled (SettleRename)
 
 	inflight atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds
@@ -462,6 +463,7 @@ func (s *Container) Clone(ctx context.Context) (Session, error) {
 
 // Close removes the container and the workspace directory.
 func (s *Container) Close(ctx context.Context) error {
+	s.awaitRename(ctx)
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.closed {

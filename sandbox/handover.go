@@ -43,6 +43,7 @@ func (s *Container) SessionDir() string { return s.dir }
 // removes nothing). With no container running, or a sandbox that holds
 // its own workspace (NewRemoteContainer), it returns false.
 func (s *Container) Release() (Running, bool) {
+	s.awaitRename(context.Background())
 	s.life.Lock()
 	defer s.life.Unlock()
 	lc := s.cur

@@ -161,3 +161,57 @@ func claimPoolMember(ctx context.Context, rt runtime, opts ContainerOptions, r R
 	s.lifecycle(EventClaimed, member.name, s.now().Sub(t0))
 	return s, nil
 }
+
+// SettleRename gives the session the outcome of renaming its container (a
+// pool member it claimed) to its own name, a rename still in flight when
+// ClaimPoolMember returned: the session works at once, and its calls,
+// which reach the container by id and over the socket, do not wait for
+// the name. done delivers the rename's error once. Until then the member
+// keeps its pool name (the refiller and prune leave a running member alone
+// for minutes). When the rename fails, the container, which would stay a
+// pool member by name, is removed and the session's next call starts a
+// container of its own, as after a crash; the failure is logged. Close and
+// Release wait for the rename to settle.
+func (s *Container) SettleRename(ctx context.Context, done <-chan error) {
+	ctx = context.WithoutCancel(ctx) // the removal after a failed rename outlives the claim
+	settled := make(chan struct{})
+	s.life.Lock()
+	var id, name string
+	if s.cur != nil {
+		id, name = s.cur.id, s.cur.name
+	}
+	s.renaming = settled
+	s.life.Unlock()
+	go func() {
+		defer close(settled)
+		err := <-done
+		if err == nil {
+			return
+		}
+		s.life.Lock()
+		defer s.life.Unlock()
+		if s.closed || s.cur == nil || s.cur.id != id {
+			return
+		}
+		s.logger.Warn("a claimed pool member could not take the session's name; replacing it with a container of the session's own",
+			"session", s.id, "container", name, "error", err)
+		if rerr := s.dropLocked(ctx, true); rerr != nil {
+			s.logger.Warn("cannot remove the claimed pool member", "container", name, "error", rerr)
+		}
+	}()
+}
+
+// awaitRename waits until a pending rename (SettleRename) has settled, or
+// ctx ends.
+func (s *Container) awaitRename(ctx context.Context) {
+	s.life.Lock()
+	ch := s.renaming
+	s.life.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
@@ -200,5 +201,79 @@ func TestAdoptedSessionID(t *testing.T) {
 		if ok != tc.ok || (ok && got != tc.want) {
 			t.Errorf("adoptedSessionID(%q, %q) = %q, %v", tc.base, tc.given, got, ok)
 		}
+	}
+}
+
+// TestSettleRename: a claim handed out before its rename landed works at
+// once; a rename that succeeds changes nothing; one that fails replaces
+// the member (still named as one) with a container of the session's own
+// on the next call; Close waits for the rename to settle.
+func TestSettleRename(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "renamed", true: "rename failed"}[fail], func(t *testing.T) {
+			rt := newFakeRuntime()
+			rt.withLink = true
+			root := shortRoot(t)
+			r := startTestMember(t, rt, root)
+			r.ContainerName = ContainerName("s1", 1)
+			s, err := claimPoolMember(context.Background(), rt, claimOpts(t, root), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			s.SettleRename(context.Background(), done)
+			// The first call does not wait for the rename.
+			mustCall(t, s, tools.ReadFileTool, `{"file_path":"in.txt"}`)
+			if fail {
+				done <- errors.New("name in use")
+			} else {
+				done <- nil
+			}
+			s.awaitRename(context.Background())
+			out := mustCall(t, s, tools.ReadFileTool, `{"file_path":"in.txt"}`)
+			if !strings.Contains(string(out), "hydrated") {
+				t.Fatalf("read_file after the rename settled = %s", out)
+			}
+			in := s.Info()
+			switch {
+			case !fail && (in.ContainerID != r.ContainerID || rt.starts != 1):
+				t.Fatalf("renamed: %+v, %d starts; want the member still", in, rt.starts)
+			case fail && (in.ContainerID == r.ContainerID || rt.starts != 2 || in.ContainerName != ContainerName("s1", 2) || rt.live() != 1):
+				t.Fatalf("rename failed: %+v, %d starts, %d live; want the member removed and a container of the session's own", in, rt.starts, rt.live())
+			}
+			if err := s.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if rt.live() != 0 {
+				t.Fatalf("%d containers after Close", rt.live())
+			}
+		})
+	}
+}
+
+// TestCloseWaitsForRename: Close does not return while the rename is in
+// flight (it would otherwise land on a removed container unseen).
+func TestCloseWaitsForRename(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.withLink = true
+	root := shortRoot(t)
+	r := startTestMember(t, rt, root)
+	r.ContainerName = ContainerName("s1", 1)
+	s, err := claimPoolMember(context.Background(), rt, claimOpts(t, root), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	s.SettleRename(context.Background(), done)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close(context.Background()) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned before the rename settled")
+	case <-time.After(50 * time.Millisecond):
+	}
+	done <- nil
+	if err := <-closed; err != nil {
+		t.Fatal(err)
 	}
 }
