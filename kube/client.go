@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/errdefs"
 )
 
@@ -40,6 +41,9 @@ type Options struct {
 	// StartTimeout bounds the wait for a new Pod to run; zero is
 	// DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Tolerations are taints the Pods tolerate (kubernetes.tolerations),
+	// parsed by config.ParseToleration.
+	Tolerations []config.Toleration
 }
 
 // Client is a connection to one cluster and namespace.
