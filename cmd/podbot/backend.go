@@ -15,7 +15,7 @@ import (
 // the local engine behind the user's back.
 var engineOnly = map[string]bool{
 	"run": true, "host": true, "start": true, "prune": true, "network": true, "token-daemon": true, "tools": true,
-	"diff": true, "log": true, "fetch": true, "apply": true, "pool": true,
+	"diff": true, "log": true, "fetch": true, "apply": true,
 }
 
 // checkBackend refuses an engine-only command when the kubernetes backend

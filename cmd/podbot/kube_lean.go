@@ -8,6 +8,7 @@ import (
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/pool"
 )
 
 // kubernetesBuild reports that this binary carries the kubernetes backend.
@@ -44,4 +45,8 @@ func rmOnKubernetes(context.Context, *factory, *rmOptions) error {
 
 func logsOnKubernetes(context.Context, *factory, *logsOptions) error {
 	return errNoKubeBackend("logs")
+}
+
+func (f *factory) kubePoolBackend(config.Config) (pool.Backend, error) {
+	return nil, errNoKubeBackend("pool")
 }
