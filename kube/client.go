@@ -13,6 +13,12 @@ import (
 	"github.com/podbot/podbot/errdefs"
 )
 
+// Client-side request limits (as kubectl's).
+const (
+	clientQPS   = 50
+	clientBurst = 300
+)
+
 // DefaultStartTimeout bounds how long Create waits for a Pod to run.
 const DefaultStartTimeout = 2 * time.Minute
 
@@ -78,6 +84,13 @@ func Connect(opts Options) (*Client, error) {
 		}
 	}
 	cfg.UserAgent = "podbot"
+	// client-go's default of 5 requests a second (burst 10) throttles a
+	// refiller or a claim loop in the client; kubectl's limits leave the
+	// server's own priority and fairness in charge. Protobuf is cheaper to
+	// decode than JSON for the Pod lists a pool claim reads.
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, kubeconfigError(opts, err)

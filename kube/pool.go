@@ -3,10 +3,13 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"regexp"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -329,4 +332,68 @@ func (b *PoolBackend) deleteMember(ctx context.Context, m pool.Member) error {
 		return b.c.classify("remove pool member", m.Name, err)
 	}
 	return b.c.deleteObjects(cctx, m.Name, false, true)
+}
+
+var _ pool.Claimer = (*PoolBackend)(nil)
+
+// claimPoll is how often a waiting claim lists the pool again.
+const claimPoll = 50 * time.Millisecond
+
+// ClaimMember implements pool.Claimer (pool.Claim calls it): as the
+// generic claim, ready members are tried in random order until one Take
+// succeeds, but each pass lists only the pool's unclaimed running Pods
+// (label podbot.pool.state=ready, field status.phase=Running), so a claim
+// reads a short list however many sandboxes were claimed from the pool
+// before. With wait > 0 an empty pool is listed again until a member is
+// ready or wait has passed; then the error matches pool.ErrEmpty.
+func (b *PoolBackend) ClaimMember(ctx context.Context, poolName string, wait time.Duration) (pool.Member, bool, error) {
+	if err := pool.ValidName(poolName); err != nil {
+		return pool.Member{}, false, err
+	}
+	sel := labels.Set{launchplan.LabelManaged: "true", launchplan.LabelPool: poolName, LabelPoolState: PoolStateReady}.String()
+	start := time.Now()
+	for pass := 0; ; pass++ {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		pods, err := b.c.cs.CoreV1().Pods(b.c.namespace).List(cctx, metav1.ListOptions{LabelSelector: sel, FieldSelector: "status.phase=Running"})
+		cancel()
+		if err != nil {
+			return pool.Member{}, false, b.c.classify("list pool members", "", err)
+		}
+		ready := make([]pool.Member, 0, len(pods.Items))
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.DeletionTimestamp == nil && memberState(poolName, p) == pool.StateReady {
+				ready = append(ready, pool.Member{Pool: poolName, ID: string(p.UID), Name: p.Name, State: pool.StateReady,
+					Created: p.CreationTimestamp.Time, Version: p.ResourceVersion})
+			}
+		}
+		rand.Shuffle(len(ready), func(i, j int) { ready[i], ready[j] = ready[j], ready[i] })
+		var lastErr error
+		for _, m := range ready {
+			err := b.Take(ctx, m)
+			if err == nil {
+				return m, pass > 0, nil
+			}
+			if !errors.Is(err, pool.ErrTaken) {
+				lastErr = err
+			}
+			if ctx.Err() != nil {
+				return pool.Member{}, false, b.c.classify("claim", "", ctx.Err())
+			}
+		}
+		waited := time.Since(start)
+		if waited >= wait {
+			if lastErr != nil {
+				return pool.Member{}, false, lastErr
+			}
+			return pool.Member{}, false, &pool.EmptyError{Pool: poolName, Waited: min(waited, wait)}
+		}
+		t := time.NewTimer(min(claimPoll, wait-waited))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return pool.Member{}, false, b.c.classify("claim", "", ctx.Err())
+		case <-t.C:
+		}
+	}
 }
