@@ -336,6 +336,10 @@ func (b *PoolBackend) deleteMember(ctx context.Context, m pool.Member) error {
 
 var _ pool.Claimer = (*PoolBackend)(nil)
 
+// claimCandidates bounds the ready members one claim pass reads: a claim
+// needs one, and concurrent claimers spread over this many.
+const claimCandidates = 16
+
 // claimPoll is how often a waiting claim lists the pool again.
 const claimPoll = 50 * time.Millisecond
 
@@ -354,7 +358,7 @@ func (b *PoolBackend) ClaimMember(ctx context.Context, poolName string, wait tim
 	start := time.Now()
 	for pass := 0; ; pass++ {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		pods, err := b.c.cs.CoreV1().Pods(b.c.namespace).List(cctx, metav1.ListOptions{LabelSelector: sel, FieldSelector: "status.phase=Running"})
+		pods, err := b.c.cs.CoreV1().Pods(b.c.namespace).List(cctx, metav1.ListOptions{LabelSelector: sel, FieldSelector: "status.phase=Running", Limit: claimCandidates})
 		cancel()
 		if err != nil {
 			return pool.Member{}, false, b.c.classify("list pool members", "", err)

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -451,5 +453,31 @@ func TestPoolRefillOnCluster(t *testing.T) {
 	nps, _ := f.cs.NetworkingV1().NetworkPolicies("sb").List(t.Context(), metav1.ListOptions{})
 	if len(nps.Items) != 1 {
 		t.Errorf("%d NetworkPolicies after drain, want the claimed member's", len(nps.Items))
+	}
+}
+
+// TestPoolClaimWait: an empty pool is polled for the wait and reported
+// empty after it; a member that becomes ready meanwhile is claimed and the
+// claim says it waited.
+func TestPoolClaimWait(t *testing.T) {
+	f := newFakeCluster(t)
+	b := poolBackend(t, f)
+	_, _, err := pool.Claim(t.Context(), b, "scratch", 120*time.Millisecond)
+	var empty *pool.EmptyError
+	if !errors.As(err, &empty) || empty.Waited < 120*time.Millisecond || !errors.Is(err, pool.ErrEmpty) {
+		t.Fatalf("empty pool: %v", err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		if _, err := b.Create(context.WithoutCancel(t.Context()), agentSpec); err != nil {
+			t.Errorf("Create: %v", err)
+		}
+	}()
+	m, waited, err := pool.Claim(t.Context(), b, "scratch", 5*time.Second)
+	if err != nil || !waited || m.State != pool.StateReady {
+		t.Fatalf("claim during the wait: %+v waited %v, %v", m, waited, err)
+	}
+	if p := f.pod(t, m.Name); p.Labels[LabelPoolState] != PoolStateClaimed {
+		t.Errorf("claimed member labels %v", p.Labels)
 	}
 }
