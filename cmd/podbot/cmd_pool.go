@@ -51,7 +51,13 @@ an ordinary sandbox. An empty pool falls back to a cold create (or waits with
 --wait) and says so.
 
 podbot pool serve keeps every pool at size, replaces members that stopped,
-died or aged past pool.max_age, and backs off when creates keep failing.`,
+died or aged past pool.max_age, and backs off when creates keep failing.
+
+With --backend kubernetes a member is a running sandbox Pod labelled
+podbot.pool.state=ready, and a claim is one patch of that label to claimed,
+conditional on the resourceVersion the claimer listed: the API server lets
+exactly one claimer win. A claimed Pod keeps its name. Only agent pools
+live on a cluster; a pool belongs to the backend it was created on.`,
 	}
 	cmd.AddCommand(newPoolCreateCmd(f), newPoolLsCmd(f), newPoolResizeCmd(f), newPoolRmCmd(f), newPoolServeCmd(f))
 	return cmd
