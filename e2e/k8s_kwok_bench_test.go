@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ const (
 	kwokNodes      = 2
 	kwokSandboxes  = 100
 	kwokPoolSize   = 50
+	kwokClaimers   = 4
 )
 
 // BenchmarkK8sKwok measures the kubernetes backend against the real API
@@ -50,7 +52,9 @@ const (
 //   - create: podbot's create (NetworkPolicy, Pod, its owner reference, the
 //     wait until Running), 100 in a row;
 //   - claim: 100 warm claims (podbot's create with a pool) from a pool of 50
-//     made by the shared refiller, refilled once between the two halves.
+//     made by the shared refiller, refilled once between the two halves;
+//   - concurrent: the pool refilled once more and 4 claimers at once taking
+//     48 members, racing for the same ones (the resourceVersion conflicts).
 //
 // Needs the cluster (source <(scripts/k8s.sh env)) and kwok
 // (scripts/k8s.sh kwok up); run it with make bench-k8s.
@@ -158,6 +162,43 @@ func BenchmarkK8sKwok(b *testing.B) {
 			seen[res.Name] = true
 		}
 	}
+	// concurrent: the pool refilled, kwokClaimers claiming at once until
+	// it is nearly empty; distinct members, none twice.
+	if status, err := r.Reconcile(ctx, spec); err != nil || status.Ready != kwokPoolSize {
+		b.Fatalf("refill the pool: %+v, %v", status, err)
+	}
+	var (
+		mu         sync.Mutex
+		wg         sync.WaitGroup
+		concurrent []time.Duration
+	)
+	const perClaimer = kwokPoolSize / kwokClaimers
+	start := make(chan struct{})
+	for range kwokClaimers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for range perClaimer {
+				t0 := time.Now()
+				res, err := podbot.CreateOnKubernetes(ctx, kc, podbot.CreateOptions{Config: cfg, Pool: &spec})
+				d := time.Since(t0)
+				mu.Lock()
+				switch {
+				case err != nil:
+					b.Errorf("concurrent claim: %v", err)
+				case res.Claim == nil || res.Claim.Outcome != podbot.ClaimWarm || seen[res.Name]:
+					b.Errorf("concurrent claim: %+v (seen before: %v)", res.Claim, seen[res.Name])
+				default:
+					seen[res.Name] = true
+					concurrent = append(concurrent, d)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
 	deletePods(b, ctx, cs, ns)
 
 	p := toolsPercentile
@@ -168,6 +209,7 @@ func BenchmarkK8sKwok(b *testing.B) {
 	b.Logf("podbot create -> Running:      p50 %7.1f ms  p99 %7.1f ms  (%.2fx bare p50)", ms(p(created, 50)), ms(p(created, 99)), float64(p(created, 50))/float64(p(bare, 50)))
 	b.Logf("warm claim:                    p50 %7.1f ms  p99 %7.1f ms  (%.3fx bare p50, %.3fx podbot create p50)", ms(p(claims, 50)), ms(p(claims, 99)),
 		float64(p(claims, 50))/float64(p(bare, 50)), float64(p(claims, 50))/float64(p(created, 50)))
+	b.Logf("warm claim, %d claimers at once: p50 %7.1f ms  p99 %7.1f ms  (%d claims)", kwokClaimers, ms(p(concurrent, 50)), ms(p(concurrent, 99)), len(concurrent))
 	b.Logf("pool fill to %d (refiller, 8 at once): %v", kwokPoolSize, fills)
 	b.ReportMetric(ms(p(bare, 50)), "bare-p50-ms")
 	b.ReportMetric(ms(p(bare, 99)), "bare-p99-ms")
@@ -176,6 +218,8 @@ func BenchmarkK8sKwok(b *testing.B) {
 	b.ReportMetric(ms(p(claims, 50)), "claim-p50-ms")
 	b.ReportMetric(ms(p(claims, 99)), "claim-p99-ms")
 	b.ReportMetric(float64(p(claims, 50))/float64(p(bare, 50)), "claim/bare-p50")
+	b.ReportMetric(ms(p(concurrent, 50)), "claim4-p50-ms")
+	b.ReportMetric(ms(p(concurrent, 99)), "claim4-p99-ms")
 }
 
 // bareCreate creates pod with one API call and returns the time until a

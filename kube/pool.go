@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -344,8 +343,9 @@ const claimCandidates = 16
 const claimPoll = 50 * time.Millisecond
 
 // ClaimMember implements pool.Claimer (pool.Claim calls it): as the
-// generic claim, ready members are tried in random order until one Take
-// succeeds, but each pass lists only the pool's unclaimed running Pods
+// generic claim, ready members are tried in random order until one
+// conditional patch (as Take's) succeeds, but each pass lists only the
+// pool's unclaimed running Pods
 // (label podbot.pool.state=ready, field status.phase=Running), so a claim
 // reads a short list however many sandboxes were claimed from the pool
 // before. With wait > 0 an empty pool is listed again until a member is
@@ -358,7 +358,10 @@ func (b *PoolBackend) ClaimMember(ctx context.Context, poolName string, wait tim
 	start := time.Now()
 	for pass := 0; ; pass++ {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		pods, err := b.c.cs.CoreV1().Pods(b.c.namespace).List(cctx, metav1.ListOptions{LabelSelector: sel, FieldSelector: "status.phase=Running", Limit: claimCandidates})
+		// ResourceVersion "0" lets the API server answer from its watch
+		// cache, which may lag by milliseconds: a member claimed meanwhile
+		// only costs a conflict, since the patch carries the version.
+		pods, err := b.c.cs.CoreV1().Pods(b.c.namespace).List(cctx, metav1.ListOptions{LabelSelector: sel, FieldSelector: "status.phase=Running", Limit: claimCandidates, ResourceVersion: "0"})
 		cancel()
 		if err != nil {
 			return pool.Member{}, false, b.c.classify("list pool members", "", err)
@@ -374,12 +377,16 @@ func (b *PoolBackend) ClaimMember(ctx context.Context, poolName string, wait tim
 		rand.Shuffle(len(ready), func(i, j int) { ready[i], ready[j] = ready[j], ready[i] })
 		var lastErr error
 		for _, m := range ready {
-			err := b.Take(ctx, m)
+			// One conditional patch per candidate: a conflict here almost
+			// always means another claimer won it, so the claim moves on
+			// instead of reading the Pod again (a version moved only by a
+			// status update is fresh in the next pass's list).
+			err := b.patchState(ctx, m.Name, m.Version, PoolStateClaimed)
 			if err == nil {
 				return m, pass > 0, nil
 			}
-			if !errors.Is(err, pool.ErrTaken) {
-				lastErr = err
+			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				lastErr = b.c.classify("take pool member", m.Name, err)
 			}
 			if ctx.Err() != nil {
 				return pool.Member{}, false, b.c.classify("claim", "", ctx.Err())
