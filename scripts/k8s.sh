@@ -12,7 +12,8 @@
 #           node is Ready, and import the podbot sandbox image into containerd.
 #           Reuses components that already run. Everything listens on
 #           127.0.0.1 only.
-#   down    delete every Pod (through the API, so the kubelet stops them and
+#   down    stop kwok and delete its nodes (kwok down), delete every Pod
+#           (through the API, so the kubelet stops them and
 #           releases their network), stop everything `up` started, unmount
 #           what the kubelet and containerd mounted and remove the Pod bridge.
 #           Certificates, etcd data, binaries and imported images stay.
@@ -824,6 +825,8 @@ up() {
 
 down() {
 	local pid
+	# kwok first (with its fake nodes), while the API server still answers.
+	kwok_down
 	# Pods first, while the kubelet still runs: it stops their containers and
 	# tears down their network.
 	if pid=$(alive "$run/kubelet.pid" kubelet) && probe kube-apiserver; then
