@@ -22,10 +22,15 @@ import (
 // cannot honour (the privileged profile, network.mode = "allowlist",
 // [[secrets]], host mounts, local_clone workspaces) is refused with an *errdefs.ConfigError. An
 // interrupted or failed Create leaves no Pod or NetworkPolicy behind.
+// With opts.Pool it claims a ready Pod of that pool instead (see
+// NewKubePoolBackend).
 //
 // This file is built only with -tags kubernetes, so that a program using
 // package podbot without the kubernetes backend does not link client-go.
 func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions) (CreateResult, error) {
+	if opts.Pool != nil {
+		return claimOnKubernetes(ctx, kc, opts)
+	}
 	if n := len(opts.Config.Secrets); n > 0 {
 		return CreateResult{}, &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
 			Msg: fmt.Sprintf("the %d [[secrets]] entries need the egress proxy's credential vault, which does not run on the kubernetes backend yet", n)}

@@ -147,6 +147,7 @@ func keyTable() []keyDef {
 		{"kubernetes.node_selector", TypeMap, false, map[string]string{}, "Node labels sandbox Pods must be scheduled on (label = \"value\").", func(c *Config) any { return &c.Kubernetes.NodeSelector }},
 		{"kubernetes.image_pull_policy", TypeString, false, "", "Always, IfNotPresent or Never. Empty: the cluster's default.", func(c *Config) any { return &c.Kubernetes.ImagePullPolicy }},
 		{"kubernetes.service_account", TypeString, false, "", "Service account of sandbox Pods (its token is never mounted). Empty: the namespace's default.", func(c *Config) any { return &c.Kubernetes.ServiceAccount }},
+		{"kubernetes.tolerations", TypeList, false, []string{}, "Taints sandbox Pods tolerate, written as kubectl taint writes them: key=value:Effect (matches that value) or key:Effect (any value); Effect is NoSchedule, PreferNoSchedule or NoExecute. With kubernetes.node_selector it sends sandboxes to dedicated nodes.", func(c *Config) any { return &c.Kubernetes.Tolerations }},
 	}
 }
 

@@ -190,6 +190,10 @@ type Kubernetes struct {
 	// ServiceAccount is the Pods' service account; its token is never
 	// mounted (kubernetes.service_account).
 	ServiceAccount string
+	// Tolerations let sandbox Pods onto tainted nodes, each written as
+	// kubectl taint writes a taint: key[=value]:Effect (see
+	// ParseToleration) (kubernetes.tolerations).
+	Tolerations []string
 }
 
 // Network modes (network.mode), as package egress names them.

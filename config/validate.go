@@ -329,6 +329,11 @@ func (k Kubernetes) validate(v *validator) {
 	default:
 		v.add("kubernetes.image_pull_policy", errdefs.ErrInvalidValue, "got %q; expected Always, IfNotPresent or Never", k.ImagePullPolicy)
 	}
+	for _, t := range k.Tolerations {
+		if _, err := ParseToleration(t); err != nil {
+			v.add("kubernetes.tolerations", errdefs.ErrInvalidValue, "%s", err)
+		}
+	}
 	if k.Kubeconfig != "" && !filepath.IsAbs(k.Kubeconfig) {
 		v.add("kubernetes.kubeconfig", errdefs.ErrInvalidValue, "got %q; expected an absolute path", k.Kubeconfig)
 	}

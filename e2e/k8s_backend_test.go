@@ -256,22 +256,29 @@ func TestK8sBackendLifecycle(t *testing.T) {
 	}
 }
 
-// waitGone waits until the namespace holds no Pod.
-func (c k8sTestCluster) waitGone(t *testing.T, ctx context.Context, ns string) {
+// waitGone waits until the namespace holds no Pod and no NetworkPolicy
+// (a policy goes with its Pod), failing with what is left after a minute
+// or when ctx ends.
+func (c k8sTestCluster) waitGone(t testing.TB, ctx context.Context, ns string) {
 	t.Helper()
+	deadline := time.Now().Add(time.Minute)
 	for {
 		pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pods.Items) == 0 {
+		nps, err := c.client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) == 0 && len(nps.Items) == 0 {
 			return
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("Pods still there: %d", len(pods.Items))
-		case <-time.After(100 * time.Millisecond):
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			c.nothingLeft(t, ctx, ns)
+			t.Fatalf("%d Pods and %d NetworkPolicies still there", len(pods.Items), len(nps.Items))
 		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

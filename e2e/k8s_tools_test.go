@@ -209,24 +209,8 @@ func TestK8sToolsEveryTool(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, ctx, c, ns)
+	c.waitGone(t, ctx, ns)
 	c.nothingLeft(t, ctx, ns)
-}
-
-// waitGone waits until the namespace holds no Pod (a deleted Pod is gone
-// from the API at once with a zero grace period, but give it a moment).
-func waitGone(t testing.TB, ctx context.Context, c k8sTestCluster, ns string) {
-	t.Helper()
-	for range 100 {
-		pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pods.Items) == 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // TestK8sToolsHostileInputs runs the engine's hostile-input cases in a tool

@@ -13,7 +13,7 @@ import (
 )
 
 // rbacHint says what a sandbox namespace must grant.
-const rbacHint = "grant the kubeconfig's user a Role in that namespace with create, get, list, watch and delete on pods, " +
+const rbacHint = "grant the kubeconfig's user a Role in that namespace with create, get, list, watch, patch and delete on pods (patch: pool claims), " +
 	"create on pods/exec, get on pods/log, create, get, update and delete on networkpolicies, and create, update and delete on secrets (podbot run and host; see the README's Kubernetes backend section), or choose another kubernetes.namespace"
 
 // classify turns a client-go error into a typed podbot error naming the

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
@@ -116,6 +117,9 @@ func BuildPod(plan launchplan.Plan, opts Options) (*corev1.Pod, error) {
 			Containers: []corev1.Container{container},
 			Volumes:    volumes,
 		},
+	}
+	for _, t := range opts.Tolerations {
+		pod.Spec.Tolerations = append(pod.Spec.Tolerations, toleration(t))
 	}
 	if opts.RuntimeClass != "" {
 		rc := opts.RuntimeClass
@@ -254,6 +258,16 @@ func BuildNetworkPolicy(pod *corev1.Pod, mode egress.Mode) *networkingv1.Network
 		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}}
 	}
 	return np
+}
+
+// toleration maps one kubernetes.tolerations entry: key=value:Effect
+// tolerates that value (operator Equal), key:Effect any value (Exists).
+func toleration(t config.Toleration) corev1.Toleration {
+	out := corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+	if t.Exists {
+		out.Operator, out.Value = corev1.TolerationOpExists, ""
+	}
+	return out
 }
 
 // ptr returns a pointer to v.

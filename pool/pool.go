@@ -45,6 +45,30 @@ type Spec struct {
 	PidsLimit int64 `json:"pids_limit,omitempty" koanf:"pids_limit"`
 	// ReadOnlyRootfs, when set, overrides the read-only root setting.
 	ReadOnlyRootfs *bool `json:"read_only_rootfs,omitempty" koanf:"-"`
+	// Backend is the sandbox backend whose members the pool keeps:
+	// BackendEngine (also when empty) or BackendKubernetes.
+	Backend string `json:"backend,omitempty" koanf:"-"`
+}
+
+// Backends a pool's members live on (Spec.Backend).
+const (
+	// BackendEngine members are containers of Podman or Docker.
+	BackendEngine = "engine"
+	// BackendKubernetes members are Pods of a cluster.
+	BackendKubernetes = "kubernetes"
+)
+
+// OnBackend reports whether the pool's members live on backend (an empty
+// Spec.Backend is the engine).
+func (s Spec) OnBackend(backend string) bool {
+	b := s.Backend
+	if b == "" {
+		b = BackendEngine
+	}
+	if backend == "" {
+		backend = BackendEngine
+	}
+	return b == backend
 }
 
 // namePattern is what a pool name may look like: it becomes part of
@@ -77,6 +101,12 @@ func (s *Spec) Check() error {
 	if s.Size < 0 || s.Size > MaxSize {
 		return &errdefs.ConfigError{Key: "pool size", Reason: errdefs.ErrInvalidValue,
 			Msg: fmt.Sprintf("pool %s: size %d is out of range; use 0 to %d", s.Name, s.Size, MaxSize)}
+	}
+	switch s.Backend {
+	case "", BackendEngine, BackendKubernetes:
+	default:
+		return &errdefs.ConfigError{Key: "pool backend", Reason: errdefs.ErrInvalidValue,
+			Msg: fmt.Sprintf("pool %s: backend %q is unknown; use engine or kubernetes", s.Name, truncate(s.Backend, 40))}
 	}
 	if s.MemoryBytes < 0 || s.NanoCPUs < 0 || s.PidsLimit < 0 {
 		return &errdefs.ConfigError{Key: "pool limits", Reason: errdefs.ErrInvalidValue,
@@ -113,6 +143,10 @@ type Member struct {
 	// Dir is the member's host directory (a tools member's workspace
 	// parent), empty for kinds without one.
 	Dir string `json:"dir,omitempty"`
+	// Version is the backend's version of the member when it was listed
+	// (a Kubernetes resourceVersion), which Take and Remove can make their
+	// precondition; empty on backends without one.
+	Version string `json:"version,omitempty"`
 }
 
 // ErrTaken is what Backend.Take returns when another caller took the

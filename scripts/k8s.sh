@@ -12,7 +12,8 @@
 #           node is Ready, and import the podbot sandbox image into containerd.
 #           Reuses components that already run. Everything listens on
 #           127.0.0.1 only.
-#   down    delete every Pod (through the API, so the kubelet stops them and
+#   down    stop kwok and delete its nodes (kwok down), delete every Pod
+#           (through the API, so the kubelet stops them and
 #           releases their network), stop everything `up` started, unmount
 #           what the kubelet and containerd mounted and remove the Pod bridge.
 #           Certificates, etcd data, binaries and imported images stay.
@@ -24,6 +25,17 @@
 #           Use it as: source <(scripts/k8s.sh env)
 #   status  report each component (pid, health); non-zero when one is down.
 #   kubectl ARGS...  run the built kubectl against the cluster.
+#   kwok build|up|down|status
+#           kwok (simulated nodes, for scale runs where Pods need not run)
+#           against this cluster's API server. build: kwok from its Go module
+#           into <state>/bin/kwok-<kwok version>/ (cached). up: build if
+#           needed and start the kwok controller (no server, no CRDs; the
+#           "fast" node and Pod stages of its release) managing only the
+#           nodes annotated kwok.x-k8s.io/node=fake: whoever wants fake nodes
+#           creates them (tainted, so real test Pods never land there) and
+#           deletes them. down: delete every node labelled podbot.test/kwok
+#           and the Pods bound to them, then stop kwok. Never touches the
+#           real node. status: non-zero when kwok is not running.
 #   help    print this text.
 #
 # Environment:
@@ -54,6 +66,7 @@ set -euo pipefail
 readonly k8s_version=v1.36.3
 readonly k8s_staging_version=v0.36.3
 readonly etcd_version=v3.6.16
+readonly kwok_version=v0.8.0
 
 readonly packages=(containerd runc containernetworking-plugins iptables openssl curl jq)
 readonly k8s_components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
@@ -113,6 +126,7 @@ resolve_dirs() {
 	containerd_sock=$run/containerd.sock
 	cni_bin=/usr/lib/cni
 	admin_kubeconfig=$state/admin.kubeconfig
+	kwok_bin=$state/bin/kwok-$kwok_version
 }
 
 # ---------------------------------------------------------------------------
@@ -811,6 +825,8 @@ up() {
 
 down() {
 	local pid
+	# kwok first (with its fake nodes), while the API server still answers.
+	kwok_down
 	# Pods first, while the kubelet still runs: it stops their containers and
 	# tears down their network.
 	if pid=$(alive "$run/kubelet.pid" kubelet) && probe kube-apiserver; then
@@ -874,8 +890,110 @@ status() {
 	return "$rc"
 }
 
+# ---------------------------------------------------------------------------
+# kwok
+
+# The annotation kwok manages nodes by, and the label podbot's fake nodes
+# carry so kwok down finds them.
+readonly kwok_annotation=kwok.x-k8s.io/node=fake
+readonly kwok_label=podbot.test/kwok
+
+kwok_build() {
+	[[ -x $kwok_bin/kwok ]] && return 0
+	mkdir -p -- "$kwok_bin"
+	local tmp
+	tmp=$(mktemp -d "$kwok_bin/.build.XXXXXX")
+	log "building sigs.k8s.io/kwok $kwok_version (nice -n 19; a minute or two on a cold cache)"
+	if ! GOBIN=$tmp nice -n 19 go install -trimpath -ldflags '-s -w' "sigs.k8s.io/kwok/cmd/kwok@$kwok_version"; then
+		rm -rf -- "$tmp"
+		die "building kwok $kwok_version failed (see above)"
+	fi
+	mv -f -- "$tmp/kwok" "$kwok_bin/kwok"
+	rmdir -- "$tmp"
+}
+
+# kwok_config writes kwok's configuration: options (only annotated nodes,
+# no CRDs) and the "fast" node and Pod stages shipped in the kwok module: a
+# node is Ready at once and keeps its lease, a Pod on it is Running and
+# Ready at once, a deleted one goes at once.
+kwok_config() {
+	local dir f
+	dir=$(go mod download -json "sigs.k8s.io/kwok@$kwok_version" | jq -r .Dir) ||
+		die "could not download sigs.k8s.io/kwok@$kwok_version from the Go module proxy"
+	mkdir -p -- "$state/kwok"
+	{
+		printf '%s\n' \
+			"apiVersion: config.kwok.x-k8s.io/v1alpha1" \
+			"kind: KwokConfiguration" \
+			"options:" \
+			"  cidr: 10.216.0.0/16" \
+			"  nodeIP: 127.0.0.1" \
+			"  manageAllNodes: false" \
+			"  manageNodesWithAnnotationSelector: '$kwok_annotation'" \
+			"  manageNodesWithLabelSelector: ''" \
+			"  manageSingleNode: ''" \
+			"  nodeLeaseDurationSeconds: 40" \
+			"  nodeLeaseParallelism: 4" \
+			"  podPlayStageParallelism: 4" \
+			"  nodePlayStageParallelism: 4" \
+			"  enablePodsOnNodeSyncStreamWatch: true" \
+			"  enableCRDs: []"
+		for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+			pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+			[[ -s $dir/kustomize/stage/$f.yaml ]] || die "kwok $kwok_version lacks kustomize/stage/$f.yaml"
+			echo "---"
+			cat -- "$dir/kustomize/stage/$f.yaml"
+		done
+	} | write_file "$state/kwok/kwok.yaml" 0644
+}
+
+kwok_up() {
+	probe kube-apiserver || die "the cluster's API server does not answer: start the cluster first ($0 up)"
+	kwok_build
+	kwok_config
+	mkdir -p -- "$run" "$logs"
+	local pid i
+	if pid=$(alive "$run/kwok.pid" kwok); then
+		log "kwok already running (pid $pid)"
+		return 0
+	fi
+	launch kwok "$kwok_bin/kwok" --config "$state/kwok/kwok.yaml" --kubeconfig "$admin_kubeconfig" \
+		--server-address "" --manage-all-nodes=false --manage-nodes-with-annotation-selector "$kwok_annotation"
+	for ((i = 0; i < 8; i++)); do
+		sleep 0.25
+		if [[ -s $run/kwok.pid && ! -e /proc/$(<"$run/kwok.pid") ]]; then
+			echo "k8s.sh: kwok exited at once; last lines of $logs/kwok.log:" >&2
+			log_tail kwok
+			exit 1
+		fi
+	done
+	log "kwok $kwok_version up (pid $(<"$run/kwok.pid")): create nodes annotated $kwok_annotation and labelled $kwok_label"
+}
+
+kwok_down() {
+	if probe kube-apiserver; then
+		local node
+		for node in $(kctl get nodes -l "$kwok_label" -o name 2>/dev/null); do
+			kctl delete pods --all-namespaces --field-selector "spec.nodeName=${node#node/}" --grace-period 0 --force >/dev/null 2>&1 || true
+		done
+		kctl delete nodes -l "$kwok_label" --wait=false >/dev/null 2>&1 || log "warning: deleting the fake nodes failed"
+	fi
+	stop kwok kwok
+}
+
+kwok_status() {
+	local pid
+	if pid=$(alive "$run/kwok.pid" kwok); then
+		echo "kwok: running, pid $pid"
+		kctl get nodes -l "$kwok_label" 2>/dev/null || true
+		return 0
+	fi
+	echo "kwok: not running"
+	return 1
+}
+
 main() {
-	[[ $# -ge 1 ]] || die "usage: $0 build|up|down|env|status|kubectl ARGS..."
+	[[ $# -ge 1 ]] || die "usage: $0 build|up|down|env|status|kwok|kubectl ARGS..."
 	resolve_dirs
 	case $1 in
 	help | -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" ;;
@@ -884,11 +1002,20 @@ main() {
 	down) down ;;
 	env) print_env ;;
 	status) status ;;
+	kwok)
+		case ${2:-} in
+		build) kwok_build ;;
+		up) kwok_up ;;
+		down) kwok_down ;;
+		status) kwok_status ;;
+		*) die "usage: $0 kwok build|up|down|status" ;;
+		esac
+		;;
 	kubectl)
 		shift
 		exec "$bin/kubectl" --kubeconfig "$admin_kubeconfig" "$@"
 		;;
-	*) die "unknown command '$1'; usage: $0 build|up|down|env|status|kubectl ARGS..." ;;
+	*) die "unknown command '$1'; usage: $0 build|up|down|env|status|kwok|kubectl ARGS..." ;;
 	esac
 }
 

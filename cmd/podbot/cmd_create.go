@@ -10,7 +10,6 @@ import (
 
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
-	"github.com/podbot/podbot/errdefs"
 )
 
 // createOptions are podbot create's flags and arguments.
@@ -202,10 +201,6 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 	}
 	f.warnEgress(loaded)
 	if loaded.Config.Sandbox.Backend == config.BackendKubernetes {
-		if opts.pool != "" {
-			return &errdefs.ConfigError{Key: "sandbox.backend", Reason: errdefs.ErrConflict,
-				Msg: "--pool " + opts.pool + ": warm pools hold the engine's containers; the kubernetes backend has none yet, so drop --pool or use --backend engine"}
-		}
 		return createOnKubernetes(ctx, f, opts, loaded.Config)
 	}
 	// The sidecar is the sandbox's init when no command is given, and the

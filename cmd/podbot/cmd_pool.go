@@ -51,7 +51,13 @@ an ordinary sandbox. An empty pool falls back to a cold create (or waits with
 --wait) and says so.
 
 podbot pool serve keeps every pool at size, replaces members that stopped,
-died or aged past pool.max_age, and backs off when creates keep failing.`,
+died or aged past pool.max_age, and backs off when creates keep failing.
+
+With --backend kubernetes a member is a running sandbox Pod labelled
+podbot.pool.state=ready, and a claim is one patch of that label to claimed,
+conditional on the resourceVersion the claimer listed: the API server lets
+exactly one claimer win. A claimed Pod keeps its name. Only agent pools
+live on a cluster; a pool belongs to the backend it was created on.`,
 	}
 	cmd.AddCommand(newPoolCreateCmd(f), newPoolLsCmd(f), newPoolResizeCmd(f), newPoolRmCmd(f), newPoolServeCmd(f))
 	return cmd
@@ -78,15 +84,48 @@ func (f *factory) poolStore() (*pool.Store, error) {
 	return pool.OpenStore(dir)
 }
 
+// poolBackendName is the backend this process's pools live on: the
+// configuration's sandbox.backend.
+func (f *factory) poolBackendName() (string, error) {
+	loaded, err := f.config(nil)
+	if err != nil {
+		return "", err
+	}
+	if loaded.Config.Sandbox.Backend == config.BackendKubernetes {
+		return pool.BackendKubernetes, nil
+	}
+	return pool.BackendEngine, nil
+}
+
+// wrongBackend is the error for a recorded pool of another backend.
+func wrongBackend(spec pool.Spec, backend string) error {
+	other := spec.Backend
+	if other == "" {
+		other = pool.BackendEngine
+	}
+	return &errdefs.ConfigError{Key: "sandbox.backend", Reason: errdefs.ErrConflict,
+		Msg: "pool " + spec.Name + " keeps its members on the " + other + " backend, not on " + backend + "; use --backend " + other + " for it"}
+}
+
 // poolSpec reads pool name's spec: recorded by podbot pool create, else
-// declared in [[pools]].
+// declared in [[pools]]. A recorded pool of another backend is refused.
 func (f *factory) poolSpec(name string) (pool.Spec, error) {
 	st, err := f.poolStore()
 	if err != nil {
 		return pool.Spec{}, err
 	}
 	spec, err := st.Get(name)
-	if err == nil || !errors.Is(err, errdefs.ErrNotFound) {
+	if err == nil {
+		backend, berr := f.poolBackendName()
+		if berr != nil {
+			return spec, berr
+		}
+		if !spec.OnBackend(backend) {
+			return spec, wrongBackend(spec, backend)
+		}
+		return spec, nil
+	}
+	if !errors.Is(err, errdefs.ErrNotFound) {
 		return spec, err
 	}
 	declared, derr := f.declaredPools()
@@ -101,16 +140,22 @@ func (f *factory) poolSpec(name string) (pool.Spec, error) {
 	return spec, err
 }
 
-// declaredPools are the [[pools]] of the configuration as specs.
+// declaredPools are the [[pools]] of the configuration as specs, on the
+// configuration's backend.
 func (f *factory) declaredPools() ([]pool.Spec, error) {
 	loaded, err := f.config(nil)
+	if err != nil {
+		return nil, err
+	}
+	backend, err := f.poolBackendName()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]pool.Spec, 0, len(loaded.Config.Pools))
 	for _, d := range loaded.Config.Pools {
 		s := pool.Spec{Name: d.Name, Kind: d.Kind, Size: int(d.Size), Image: d.Image, Network: d.Network,
-			MemoryBytes: d.Memory.Bytes(), NanoCPUs: int64(math.Round(d.CPUs * 1e9)), PidsLimit: d.PidsLimit, ReadOnlyRootfs: d.ReadOnlyRootfs}
+			MemoryBytes: d.Memory.Bytes(), NanoCPUs: int64(math.Round(d.CPUs * 1e9)), PidsLimit: d.PidsLimit, ReadOnlyRootfs: d.ReadOnlyRootfs,
+			Backend: backend}
 		if err := s.Check(); err != nil {
 			return nil, err
 		}
@@ -119,27 +164,35 @@ func (f *factory) declaredPools() ([]pool.Spec, error) {
 	return out, nil
 }
 
-// allPools lists the recorded pools and then the declared ones whose
-// names no recorded pool has.
+// allPools lists the recorded pools of this process's backend and then
+// the declared ones whose names no recorded pool has.
 func (f *factory) allPools() ([]pool.Spec, error) {
 	st, err := f.poolStore()
 	if err != nil {
 		return nil, err
 	}
-	specs, err := st.List()
+	recorded, err := st.List()
 	if err != nil {
 		return nil, err
+	}
+	backend, err := f.poolBackendName()
+	if err != nil {
+		return nil, err
+	}
+	var specs []pool.Spec
+	taken := map[string]bool{}
+	for _, s := range recorded {
+		taken[s.Name] = true
+		if s.OnBackend(backend) {
+			specs = append(specs, s)
+		}
 	}
 	declared, err := f.declaredPools()
 	if err != nil {
 		return nil, err
 	}
-	have := map[string]bool{}
-	for _, s := range specs {
-		have[s.Name] = true
-	}
 	for _, d := range declared {
-		if !have[d.Name] {
+		if !taken[d.Name] {
 			specs = append(specs, d)
 		}
 	}
@@ -165,12 +218,16 @@ func (f *factory) refuseDeclared(st *pool.Store, name string) error {
 	return nil
 }
 
-// poolBackend connects to the engine and returns its pool backend, set up
-// as a tool session or podbot create of this process would be.
-func (f *factory) poolBackend(ctx context.Context) (*podbot.PoolBackend, error) {
+// poolBackend returns the pool backend of the configuration's sandbox
+// backend: the engine's, set up as a tool session or podbot create of
+// this process would be, or the cluster's.
+func (f *factory) poolBackend(ctx context.Context) (pool.Backend, error) {
 	loaded, err := f.config(nil)
 	if err != nil {
 		return nil, err
+	}
+	if loaded.Config.Sandbox.Backend == config.BackendKubernetes {
+		return f.kubePoolBackend(loaded.Config)
 	}
 	sidecar, searched := f.findSidecar()
 	if sidecar == "" {
@@ -288,6 +345,12 @@ func poolCreateRun(ctx context.Context, f *factory, spec pool.Spec, noFill bool)
 	st, err := f.poolStore()
 	if err != nil {
 		return err
+	}
+	if spec.Backend, err = f.poolBackendName(); err != nil {
+		return err
+	}
+	if spec.Backend == pool.BackendKubernetes && spec.Kind != pool.KindAgent {
+		return &usageError{msg: "pool " + spec.Name + ": the kubernetes backend keeps agent pools only (tool sessions do not run on Pods yet); use --kind agent"}
 	}
 	if _, err := f.poolSpec(spec.Name); err == nil {
 		return &errdefs.ConfigError{Key: "pool", Reason: errdefs.ErrAlreadyExists,
@@ -434,7 +497,7 @@ func newPoolResizeCmd(f *factory) *cobra.Command {
 			if err := f.refuseDeclared(st, args[0]); err != nil {
 				return err
 			}
-			spec, err := st.Get(args[0])
+			spec, err := f.poolSpec(args[0])
 			if err != nil {
 				return err
 			}
@@ -471,7 +534,7 @@ sandboxes and keep running.`,
 			if err := f.refuseDeclared(st, args[0]); err != nil {
 				return err
 			}
-			if _, err := st.Get(args[0]); err != nil {
+			if _, err := f.poolSpec(args[0]); err != nil {
 				return err
 			}
 			b, err := f.poolBackend(ctx)

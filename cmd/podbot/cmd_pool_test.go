@@ -26,7 +26,8 @@ func TestPoolUsageErrors(t *testing.T) {
 		{[]string{"pool", "rm", "nope"}, exitConfig, "no pool named nope"},
 		{[]string{"create", "--wait", "5s"}, exitUsage, "--wait needs --pool"},
 		{[]string{"create", "--pool", "nope"}, exitConfig, "no pool named nope"},
-		{[]string{"--backend", "kubernetes", "create", "--pool", "p"}, exitConfig, "drop --pool or use --backend engine"},
+		{[]string{"--backend", "kubernetes", "create", "--pool", "p"}, exitConfig, "no pool named p"},
+		{[]string{"--backend", "kubernetes", "pool", "create", "p", "--size", "1"}, exitUsage, "use --kind agent"},
 		{[]string{"tools", "call", "ls", "--wait", "5s"}, exitUsage, "--wait needs --pool"},
 		{[]string{"tools", "call", "ls", "--pool", "../x"}, exitConfig, "lower-case"},
 	} {
@@ -56,5 +57,34 @@ func TestPoolDeclaredInConfigIsReadOnly(t *testing.T) {
 	code, _, errOut := run(t, env, "pool", "create", "decl", "--size", "1", "--no-fill")
 	if code != exitConfig || !strings.Contains(errOut, "already exists") {
 		t.Errorf("create over a declared pool: exit %d\n%s", code, errOut)
+	}
+}
+
+// A pool belongs to the backend it was created on: the other backend
+// neither claims from it nor changes it.
+func TestPoolBackendSeparation(t *testing.T) {
+	if !kubernetesBuild {
+		t.Skip("the lean podbot hands kubernetes commands to podbot-kube")
+	}
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), "PODBOT_ENGINE_SOCKET=unix:///nonexistent.sock", "KUBECONFIG=/nonexistent"}
+	if code, _, errOut := run(t, env, "pool", "create", "eng", "--size", "1", "--no-fill"); code != 0 {
+		t.Fatalf("engine pool create: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := run(t, env, "--backend", "kubernetes", "pool", "create", "kub", "--kind", "agent", "--size", "1", "--no-fill"); code != 0 {
+		t.Fatalf("kubernetes pool create: exit %d\n%s", code, errOut)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--backend", "kubernetes", "pool", "resize", "eng", "2", "--no-fill"}, "on the engine backend"},
+		{[]string{"--backend", "kubernetes", "create", "--pool", "eng"}, "on the engine backend"},
+		{[]string{"pool", "resize", "kub", "2", "--no-fill"}, "on the kubernetes backend"},
+		{[]string{"create", "--pool", "kub"}, "on the kubernetes backend"},
+	} {
+		code, _, errOut := run(t, env, c.args...)
+		if code != exitConfig || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, want %d with %q\n%s", c.args, code, exitConfig, c.want, errOut)
+		}
 	}
 }

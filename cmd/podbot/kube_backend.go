@@ -9,7 +9,9 @@ import (
 
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/kube"
+	"github.com/podbot/podbot/pool"
 )
 
 // kubernetesBuild reports that this binary carries the kubernetes backend
@@ -32,10 +34,18 @@ func (f *factory) kubeClient() (*kube.Client, error) {
 		return nil, err
 	}
 	k := loaded.Config.Kubernetes
+	tolerations := make([]config.Toleration, 0, len(k.Tolerations))
+	for _, s := range k.Tolerations {
+		t, err := config.ParseToleration(s)
+		if err != nil {
+			return nil, &errdefs.ConfigError{Key: "kubernetes.tolerations", Reason: errdefs.ErrInvalidValue, Msg: err.Error()}
+		}
+		tolerations = append(tolerations, t)
+	}
 	c, err := kube.Connect(kube.Options{
 		Kubeconfig: k.Kubeconfig, KubeconfigEnv: f.getenv("KUBECONFIG"), Context: k.Context, Namespace: k.Namespace,
 		RuntimeClass: k.RuntimeClass, NodeSelector: k.NodeSelector, ImagePullPolicy: k.ImagePullPolicy,
-		ServiceAccount: k.ServiceAccount,
+		ServiceAccount: k.ServiceAccount, Tolerations: tolerations,
 	})
 	if err != nil {
 		return nil, err
@@ -52,6 +62,13 @@ func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cf
 		return err
 	}
 	lib.Environ, lib.Redactor = f.environ, f.redactor
+	if opts.pool != "" {
+		spec, err := f.poolSpec(opts.pool)
+		if err != nil {
+			return err
+		}
+		lib.Pool, lib.PoolWait = &spec, opts.wait
+	}
 	kc, err := f.kubeClient()
 	if err != nil {
 		return err
@@ -59,6 +76,9 @@ func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cf
 	res, err := podbot.CreateOnKubernetes(ctx, kc, lib)
 	if err != nil {
 		return err
+	}
+	if res.Claim != nil {
+		logClaim(f, *res.Claim)
 	}
 	_, err = fmt.Fprintln(f.ios.Out, res.Name)
 	return err
@@ -135,4 +155,13 @@ func openKubeToolSession(ctx context.Context, f *factory, opts podbot.ToolSessio
 		return nil, err
 	}
 	return podbot.NewKubeToolSession(ctx, kc, opts)
+}
+
+// kubePoolBackend is the cluster's pool backend (podbot pool, create --pool).
+func (f *factory) kubePoolBackend(cfg config.Config) (pool.Backend, error) {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return nil, err
+	}
+	return podbot.NewKubePoolBackend(kc, podbot.PoolOptions{Config: cfg, Environ: f.environ, Logger: f.logger}), nil
 }

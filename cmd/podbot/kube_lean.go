@@ -8,6 +8,7 @@ import (
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/pool"
 )
 
 // kubernetesBuild reports that this binary carries the kubernetes backend.
@@ -56,4 +57,8 @@ func logsOnKubernetes(context.Context, *factory, *logsOptions) error {
 
 func openKubeToolSession(context.Context, *factory, podbot.ToolSessionOptions) (podbot.ToolSession, error) {
 	return nil, errNoKubeBackend("tools")
+}
+
+func (f *factory) kubePoolBackend(config.Config) (pool.Backend, error) {
+	return nil, errNoKubeBackend("pool")
 }
