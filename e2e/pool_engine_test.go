@@ -28,7 +28,7 @@ import (
 // service` on a socket of its own (the same storage; the containers run
 // under conmon, not under the service, so restarting it stops none of
 // them), for Docker a dockerd of its own (its own data-root, exec-root,
-// containerd and socket; no bridge, no iptables rules), loaded with the
+// containerd and socket; a default bridge of its own, no iptables rules), loaded with the
 // tools image.
 type privateEngine struct {
 	t    *testing.T
@@ -39,6 +39,8 @@ type privateEngine struct {
 	cmd  *exec.Cmd
 	pgid int
 	e    engineUnderTest
+	// bridge is a private dockerd's own default bridge interface.
+	bridge string
 }
 
 // newPrivateEngine starts a private engine of e's kind and returns it with
@@ -60,9 +62,20 @@ func newPrivateEngine(t *testing.T, ctx context.Context, e engineUnderTest) *pri
 		if err := os.WriteFile(conf, []byte("{}"), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		// A bridge of its own: with --bridge none dockerd deletes docker0 at
+		// start, the shared dockerd's default bridge.
+		p.bridge = "pbe" + strings.TrimPrefix(filepath.Base(dir), "pbe")
+		if len(p.bridge) > 15 {
+			p.bridge = p.bridge[:15]
+		}
+		for _, args := range [][]string{{"link", "add", p.bridge, "type", "bridge"}, {"addr", "add", "10.214.254.1/24", "dev", p.bridge}} {
+			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+				t.Fatalf("ip %v: %v\n%s", args, err, out)
+			}
+		}
 		p.args = []string{"dockerd", "--config-file", conf, "--host", "unix://" + p.sock,
 			"--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "x"),
-			"--pidfile", filepath.Join(dir, "dockerd.pid"), "--bridge", "none", "--iptables=false", "--ip6tables=false",
+			"--pidfile", filepath.Join(dir, "dockerd.pid"), "--bridge", p.bridge, "--iptables=false", "--ip6tables=false",
 			"--ip-masq=false", "--cgroup-parent", "podbot-e2e-" + filepath.Base(dir)}
 	default:
 		t.Fatalf("no private engine for %s", e.Name)
@@ -189,6 +202,9 @@ func (p *privateEngine) cleanup() {
 		// dockerd leaves its containerd's mounts under the exec-root and
 		// data-root; unmount before removing.
 		exec.Command("sh", "-c", fmt.Sprintf("grep -o ' %s[^ ]*' /proc/self/mounts | sort -r | xargs -r -n1 umount -l", p.dir)).Run()
+	}
+	if p.bridge != "" {
+		exec.Command("ip", "link", "delete", p.bridge).Run()
 	}
 	os.RemoveAll(p.dir)
 }
