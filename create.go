@@ -280,6 +280,12 @@ func create(ctx context.Context, conn *engine.Conn, opts CreateOptions, reserved
 		}
 	}
 	applyEgressMode(&plan)
+	if reserved[launchplan.LabelPool] != "" {
+		// A pool member: a launch that claims it checks it against the
+		// plan it would make cold (before prepareEgress puts it on its
+		// own internal network, which is per sandbox).
+		plan.Labels[LabelPoolHardening] = hardeningOf(plan).label()
+	}
 	vlt, err := createVault(&plan, opts)
 	if err != nil {
 		return CreateResult{}, &StepError{StepNetwork, err}
@@ -320,11 +326,6 @@ func create(ctx context.Context, conn *engine.Conn, opts CreateOptions, reserved
 				}
 			}
 		}()
-	}
-	if reserved[launchplan.LabelPool] != "" {
-		// A pool member: a launch that claims it checks it against the
-		// plan it would make cold.
-		plan.Labels[LabelPoolHardening] = hardeningOf(plan).label()
 	}
 	cfg, hc, nc := plan.Render()
 	sandboxHostConfig(plan, hc)

@@ -735,7 +735,7 @@ func (sb *Sandbox) Stop(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	if sb.egress != nil {
-		if err := sb.conn.Stop(ctx, egressnet.ProxyName(sb.Name), timeout); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		if err := sb.conn.Stop(ctx, egressnet.ProxyName(sb.egress.name), timeout); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
@@ -122,6 +123,20 @@ func launchFromPool(ctx context.Context, conn *engine.Conn, opts LaunchOptions) 
 	progress(StepPool, claimLine(r))
 	report(r)
 
+	if plan.Egress.Mode == egress.ModeAllowlist {
+		// The member's proxy denies everything; this launch's policy must
+		// be in force there before anything (the clone, the agent) runs.
+		made.egress = &egressSetup{name: m.Name} // what a failure removes, until the labels say more
+		es, err := applyClaimedEgress(ctx, conn, m.ID, &plan)
+		if es != nil {
+			made.egress = es
+		}
+		if err != nil {
+			return nil, &StepError{StepNetwork, err}
+		}
+		progress(StepNetwork, fmt.Sprintf("egress policy (%d rules) in force on the member's proxy %s", len(plan.Egress.Policy.Rules), egressnet.ProxyName(made.egress.name)))
+	}
+
 	// Git identity: a file in the credentials upload, or (read-only root
 	// filesystem) variables. A cold launch puts those in the container's
 	// configuration; a made-ahead member's is fixed, so they go to the
@@ -165,9 +180,11 @@ func claimLine(r ClaimReport) string {
 
 // checkPoolLaunch refuses, before anything is claimed, what a member made
 // ahead of the claim cannot take: a bind mount (host_mount), a local
-// repository copy (its labels), egress rules or another network mode than
-// the pool's, [[secrets]] and a GitHub App token (their egress proxy, vault
-// and token mount are made with the sandbox).
+// repository copy (its labels), another network mode than the pool's,
+// [[secrets]] and the Codex key vault (the vault's proxy flags and CA are
+// made with the sandbox) and a GitHub App token (its mount is made with
+// the sandbox). An allowlist launch's egress rules (presets, network.allow,
+// --allow-host) are written into the member's policy at the claim.
 func checkPoolLaunch(spec pool.Spec, opts LaunchOptions) error {
 	if err := spec.Check(); err != nil {
 		return err
@@ -187,24 +204,23 @@ func checkPoolLaunch(spec pool.Spec, opts LaunchOptions) error {
 	if localCloneOf(opts) != nil {
 		return refuse("workspace.source", "a local repository copy (--repo PATH, workspace.source = \"local_clone\") is recorded in the sandbox's labels for podbot diff and podbot fetch, which a member made ahead cannot take; run without --pool")
 	}
-	if len(opts.AllowHosts) > 0 {
-		return refuse("allow-host", "--allow-host adds egress rules to an allowlist proxy, and agent pool members have none (network none or open); drop --allow-host or run without --pool")
-	}
-	if opts.Egress != nil {
-		return refuse("egress", "LaunchOptions.Egress replaces the egress policy, which a member's network fixes at create; leave it unset with a pool, or launch without --pool")
-	}
 	mode := cfg.Network.Mode
 	if mode == "" {
 		mode = config.NetworkAllowlist
 	}
-	switch {
-	case spec.Network != "" && spec.Network != mode:
+	if opts.Egress != nil && opts.Egress.Mode != "" {
+		mode = string(opts.Egress.Mode)
+	}
+	if spec.Network != "" && spec.Network != mode {
 		return refuse("network.mode", fmt.Sprintf("its members have network %s, and this launch asks for network.mode %q; a claim would change the sandbox's egress, so pass --network %s to take the pool's, use a pool made with --network %s, or run without --pool", spec.Network, mode, spec.Network, mode))
-	case mode == config.NetworkAllowlist:
-		return refuse("network.mode", "network.mode is \"allowlist\", whose egress proxy and internal network belong to one sandbox name, and agent pool members have neither; pass --network none or --network open to match a pool made with that network, or run without --pool")
 	}
 	if len(cfg.Secrets) > 0 {
-		return refuse(config.SecretsKey, "[[secrets]] live in the allowlist egress proxy's credential vault, which pool members do not have; remove them for pooled sandboxes or run without --pool")
+		return refuse(config.SecretsKey, "[[secrets]] live in a credential vault that the sandbox's egress proxy is started with and whose CA the sandbox trusts from its creation, which a member made ahead cannot take; remove them for pooled sandboxes or run without --pool")
+	}
+	if codex, err := prepareCodexVault(opts, egress.Mode(mode)); err != nil {
+		return err
+	} else if codex != nil {
+		return refuse(codexVaultKey, "the Codex API key would go into a credential vault, which a member made ahead cannot take (its proxy and CA are made with the sandbox); set "+codexVaultKey+" = false or run without --pool")
 	}
 	if opts.TokenSource != nil && opts.Repo != "" {
 		return refuse("github.app_id", "a GitHub App token for --repo goes into a token directory mounted when the sandbox is made, and pool members have none; clone without the App (a repository the clone origin serves without a token), or run without --pool")
@@ -341,4 +357,40 @@ func short(v any) string {
 		return "?"
 	}
 	return truncateText(string(b), 160)
+}
+
+// policyLoadTimeout bounds how long a claim waits for a member's proxy to
+// confirm the claimer's policy (it polls its file every 500 ms).
+const policyLoadTimeout = 15 * time.Second
+
+// applyClaimedEgress writes plan's egress policy into the policy file of
+// claimed allowlist member id and waits until its proxy confirms that
+// policy is in force (egressnet.ApplyPolicy). It points plan at the
+// member's network and proxy, as prepareEgress does for a cold launch,
+// and returns the member's egress plumbing (named after the member).
+func applyClaimedEgress(ctx context.Context, conn *engine.Conn, id string, plan *launchplan.Plan) (*egressSetup, error) {
+	in, err := conn.Inspect(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	var labels map[string]string
+	if in.Config != nil {
+		labels = in.Config.Labels
+	}
+	if labels[egressnet.LabelMode] != string(egress.ModeAllowlist) {
+		return nil, &errdefs.ContainerError{Op: "claim pool member", Container: egressName(in), Reason: errdefs.ErrConflict,
+			Msg: "the member has no allowlist egress proxy, and this launch asks for network.mode allowlist"}
+	}
+	es, err := claimedEgress(labels)
+	if err != nil {
+		return nil, err
+	}
+	if err := egressnet.ApplyPolicy(ctx, es.dirs, &plan.Egress.Policy, policyLoadTimeout); err != nil {
+		return es, err
+	}
+	plan.Network = egressnet.NetworkName(es.name)
+	for _, k := range []string{LabelEgressDir, egressnet.LabelName, egressnet.LabelProxyAddr} {
+		plan.Labels[k] = labels[k]
+	}
+	return es, nil
 }

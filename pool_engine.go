@@ -15,6 +15,7 @@ import (
 
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
@@ -235,13 +236,21 @@ func (b *PoolBackend) Remove(ctx context.Context, m pool.Member) error {
 }
 
 // removeContainer force-removes m's container and, for a tools member, its
-// directory when that is where podbot puts it.
+// directory when that is where podbot puts it; for an allowlist agent
+// member, its egress proxy, network and directory.
 func (b *PoolBackend) removeContainer(ctx context.Context, m pool.Member) error {
+	var eg *egressSetup
+	if in, err := b.conn.Inspect(ctx, m.ID, false); err == nil && in.Config != nil &&
+		in.Config.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
+		if eg, err = claimedEgress(in.Config.Labels); err != nil {
+			eg = &egressSetup{name: m.Name} // proxy and network by the member's name
+		}
+	}
 	err := b.conn.Remove(ctx, m.ID, true)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		err = nil
 	}
-	return errors.Join(err, removeMemberDir(m))
+	return errors.Join(err, removeMemberDir(m), eg.teardown(ctx, b.conn))
 }
 
 // removeMemberDir removes a tools member's directory when its label names
@@ -305,32 +314,41 @@ func applyToolsTemplate(t *config.Tools, spec pool.Spec) {
 }
 
 // createOptionsFor maps an agent pool's template to Create's options.
-// Members live without a proxy of their own (one is named after its
-// sandbox, and a claim renames the sandbox), so an agent pool needs
-// network none or open, and no [[secrets]].
+// An allowlist member gets its own egress proxy, internal network and
+// egress directory, named after the member (egressnet.LabelName keeps
+// that name through the claim's rename), with an empty policy that
+// denies everything: nothing runs in a member before its claim, and the
+// claim writes the claimer's policy (launchFromPool). [[secrets]] are
+// refused: their credential vault (and the CA the sandbox trusts) is made
+// with the sandbox.
 func createOptionsFor(spec pool.Spec, cfg config.Config, sidecar string, environ []string) (CreateOptions, error) {
 	switch spec.Network {
-	case config.NetworkNone:
-		cfg.Network.Mode = config.NetworkNone
-	case config.NetworkOpen:
-		cfg.Network.Mode = config.NetworkOpen
+	case config.NetworkNone, config.NetworkOpen, config.NetworkAllowlist:
+		cfg.Network.Mode = spec.Network
 	case "":
-		if cfg.Network.Mode == config.NetworkAllowlist || cfg.Network.Mode == "" {
-			return CreateOptions{}, &errdefs.ConfigError{Key: "pool network", Reason: errdefs.ErrUnsupported,
-				Msg: fmt.Sprintf("agent pool %s: network.mode is allowlist, whose egress proxy belongs to one sandbox name; give the pool --network none or --network open", spec.Name)}
+		if cfg.Network.Mode == "" {
+			cfg.Network.Mode = config.NetworkAllowlist
 		}
 	default:
 		return CreateOptions{}, &errdefs.ConfigError{Key: "pool network", Reason: errdefs.ErrUnsupported,
-			Msg: fmt.Sprintf("agent pool %s: network %q is not supported; use none or open", spec.Name, spec.Network)}
+			Msg: fmt.Sprintf("agent pool %s: network %q is not supported; use allowlist, none or open", spec.Name, spec.Network)}
 	}
 	if len(cfg.Secrets) > 0 {
 		return CreateOptions{}, &errdefs.ConfigError{Key: config.SecretsKey, Reason: errdefs.ErrUnsupported,
-			Msg: fmt.Sprintf("agent pool %s: [[secrets]] need the allowlist egress proxy, which pool members do not have; remove them for pooled sandboxes", spec.Name)}
+			Msg: fmt.Sprintf("agent pool %s: [[secrets]] live in a credential vault whose CA the sandbox trusts from its creation, which a member made ahead cannot take; remove them for pooled sandboxes", spec.Name)}
 	}
 	out := CreateOptions{Config: cfg, Image: spec.Image, MemoryBytes: spec.MemoryBytes, NanoCPUs: spec.NanoCPUs,
 		PidsLimit: spec.PidsLimit, ReadOnlyRootfs: spec.ReadOnlyRootfs, SidecarPath: sidecar, Environ: environ}
-	if egress.Mode(cfg.Network.Mode) == egress.ModeNone {
+	switch egress.Mode(cfg.Network.Mode) {
+	case egress.ModeNone:
 		out.Network = config.NetworkNone
+	case egress.ModeAllowlist:
+		eg, err := EgressFromConfig(cfg, cfg.Agent.Kind)
+		if err != nil {
+			return CreateOptions{}, err
+		}
+		eg.Policy = egress.Policy{} // deny-all until a claim writes the claimer's
+		out.Egress = &eg
 	}
 	return out, nil
 }

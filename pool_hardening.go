@@ -12,7 +12,7 @@ import (
 // LabelPoolHardening is the label an agent pool member carries with the
 // security-relevant part of the plan it was made from (image, user, init,
 // privileges, capabilities, devices, limits, network, egress mode,
-// tmpfs and mounts), as JSON. A launch claiming the member compares it with
+// the allowlist proxy's upstream CA, tmpfs and mounts), as JSON. A launch claiming the member compares it with
 // the plan a cold launch would make and refuses a member that differs.
 const LabelPoolHardening = "podbot.pool.hardening"
 
@@ -38,6 +38,7 @@ type hardening struct {
 	Resources       launchplan.Resources `json:"resources"`
 	Network         string               `json:"network"`
 	Egress          string               `json:"egress"`
+	UpstreamCA      string               `json:"upstream_ca,omitempty"`
 	Tmpfs           map[string]string    `json:"tmpfs"`
 	Mounts          []hardeningMount     `json:"mounts"`
 }
@@ -57,7 +58,7 @@ func hardeningOf(p launchplan.Plan) hardening {
 		CapDropAll: p.Security.CapDropAll, CapAdd: slices.Sorted(slices.Values(p.Security.CapAdd)),
 		LabelDisable: p.Security.LabelDisable, ReadOnlyRootfs: p.Security.ReadOnlyRootfs,
 		Devices: slices.Clone(p.Security.Devices), GPUs: slices.Sorted(slices.Values(p.Security.GPUs)),
-		Resources: p.Resources, Network: p.Network, Egress: string(p.Egress.Mode), Tmpfs: p.Tmpfs,
+		Resources: p.Resources, Network: p.Network, Egress: string(p.Egress.Mode), UpstreamCA: p.Egress.UpstreamCA, Tmpfs: p.Tmpfs,
 	}
 	for _, m := range p.Mounts {
 		h.Mounts = append(h.Mounts, hardeningMount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})

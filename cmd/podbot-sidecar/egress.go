@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/podbot/podbot/egress"
@@ -26,6 +27,9 @@ type egressOptions struct {
 	policy     string
 	log        string
 	upstreamCA string
+	// loaded, when set, is the file the proxy writes the digest of each
+	// policy it puts in force to (egress.PolicyDigest).
+	loaded string
 	// secrets, caCert and caKey enable the credential vault; all three or
 	// none.
 	secrets, caCert, caKey string
@@ -40,6 +44,7 @@ func parseEgress(args []string, stderr io.Writer) (egressOptions, error) {
 	fs.StringVar(&opts.listen, "listen", "", "address to serve the proxy on, such as 0.0.0.0:3128")
 	fs.StringVar(&opts.policy, "policy", "", "policy file (JSON, written by podbot); re-read when it changes")
 	fs.StringVar(&opts.log, "log", "", "decision log (JSONL), appended to")
+	fs.StringVar(&opts.loaded, "loaded", "", "file to write the digest of the policy in force to, after each load")
 	fs.StringVar(&opts.upstreamCA, "upstream-ca", "", "PEM file of CA certificates trusted upstream besides the system roots")
 	fs.StringVar(&opts.secrets, "secrets", "", "vault secrets file (JSON, mode 0600, written by podbot); re-read when it changes")
 	fs.StringVar(&opts.caCert, "ca-cert", "", "PEM certificate of the sandbox CA that intercepts the secrets' hosts")
@@ -70,7 +75,7 @@ func parseEgress(args []string, stderr io.Writer) (egressOptions, error) {
 // in force is kept.
 func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	pol, err := egress.ReadPolicyFile(opts.policy)
+	pol, digest, err := egress.ReadPolicyFileDigest(opts.policy)
 	if err != nil {
 		return err
 	}
@@ -114,6 +119,7 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 		return err
 	}
 	logger.Info("egress proxy listening", "addr", ln.Addr().String(), "rules", len(pol.Rules), "secrets", len(secrets))
+	markLoaded(opts.loaded, digest, logger)
 	if opts.ready != nil {
 		opts.ready(ln.Addr())
 	}
@@ -125,7 +131,7 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 	}
 	go func() {
 		defer close(stopped)
-		watchPolicy(ctx, opts.policy, fi, p, logger)
+		watchPolicy(ctx, opts.policy, opts.loaded, fi, p, logger)
 		p.Close()
 	}()
 	err = p.Serve(ln)
@@ -165,13 +171,15 @@ func watchFile(ctx context.Context, path string, last os.FileInfo, what string, 
 }
 
 // watchPolicy reloads the proxy's policy from path whenever it changes.
-func watchPolicy(ctx context.Context, path string, last os.FileInfo, p *egress.Proxy, logger *slog.Logger) {
+// After each load it records the policy's digest in loaded (if set).
+func watchPolicy(ctx context.Context, path, loaded string, last os.FileInfo, p *egress.Proxy, logger *slog.Logger) {
 	watchFile(ctx, path, last, "policy", func() (string, error) {
-		pol, err := egress.ReadPolicyFile(path)
+		pol, digest, err := egress.ReadPolicyFileDigest(path)
 		if err != nil {
 			return "", err
 		}
 		p.SetPolicy(pol)
+		markLoaded(loaded, digest, logger)
 		return fmt.Sprintf("%d rules, %d denies", len(pol.Rules), len(pol.Deny)), nil
 	}, logger)
 }
@@ -263,4 +271,33 @@ func loadRoots(path string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("--upstream-ca %s holds no PEM certificate", path)
 	}
 	return roots, nil
+}
+
+// markLoaded writes digest, the policy now in force, to path (when set):
+// a temporary file in the same directory renamed over it, so a reader sees
+// one whole digest. A failure is logged; the policy stays in force.
+func markLoaded(path, digest string, logger *slog.Logger) {
+	if path == "" {
+		return
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err == nil {
+		tmp := f.Name()
+		_, err = f.WriteString(digest + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Chmod(tmp, 0o644)
+		}
+		if err == nil {
+			err = os.Rename(tmp, path)
+		}
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}
+	if err != nil {
+		logger.Error("cannot record the policy in force", "err", err)
+	}
 }
