@@ -86,6 +86,9 @@ type PoolOptions struct {
 	WorkspaceRoot string
 	// Environ is the host environment (as CreateOptions.Environ).
 	Environ []string
+	// RuntimeDir is $XDG_RUNTIME_DIR, where an allowlist agent member's
+	// egress directory goes (as CreateOptions.RuntimeDir).
+	RuntimeDir string
 	// Logger receives diagnostics.
 	Logger *slog.Logger
 }
@@ -192,7 +195,7 @@ func (b *PoolBackend) Create(ctx context.Context, spec pool.Spec) (pool.Member, 
 		if err != nil {
 			return pool.Member{}, err
 		}
-		copts.Name, copts.SessionID = name, sid
+		copts.Name, copts.SessionID, copts.RuntimeDir = name, sid, b.opts.RuntimeDir
 		res, err := create(ctx, b.conn, copts, labels)
 		if err != nil {
 			return pool.Member{}, err

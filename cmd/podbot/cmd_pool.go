@@ -185,7 +185,7 @@ func (f *factory) poolBackend(ctx context.Context) (*podbot.PoolBackend, error) 
 	if err != nil {
 		return nil, err
 	}
-	return podbot.NewPoolBackend(conn, podbot.PoolOptions{Config: loaded.Config, SidecarPath: sidecar, WorkspaceRoot: root,
+	return podbot.NewPoolBackend(conn, podbot.PoolOptions{Config: loaded.Config, SidecarPath: sidecar, WorkspaceRoot: root, RuntimeDir: f.getenv("XDG_RUNTIME_DIR"),
 		Environ: f.environ, Logger: f.logger}), nil
 }
 

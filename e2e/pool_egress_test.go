@@ -1,0 +1,156 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/egressnet"
+	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
+)
+
+// TestPoolRunAllowlist: with the default network.mode (allowlist), podbot
+// pool create makes an agent member with its own egress proxy (named after
+// the member, denying everything); podbot run --pool --allow-host claims
+// it and the stub agent, first thing, reaches the allowed host through the
+// proxy while the denied one is refused and logged: the claimer's policy
+// was in force before the agent started. The claimed sandbox, renamed,
+// still has its proxy for podbot stop/start, podbot network show, allow
+// (live) and log, and podbot rm removes the proxy, the network and the
+// egress directory named after the member. On both engines.
+func TestPoolRunAllowlist(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+		defer cancel()
+		gw := bridgeGateway(t, ctx, e)
+		ln, err := net.Listen("tcp4", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "outside "+r.Host) }),
+			ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		port := ln.Addr().(*net.TCPAddr).Port
+		allowed := fmt.Sprintf("http://allowed.test:%d/", port)
+		denied := fmt.Sprintf("http://denied.test:%d/", port)
+		agent := "python3 - " + allowed + " " + denied + " <<'PY'\n" + fetchScript + "PY\necho podbot-stub-agent-ready\nexit 7"
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		cfg := fmt.Sprintf(`[agent]
+kind = "custom"
+command = "/bin/sh"
+args = ["-c", %s]
+[creds]
+copy_claude = false
+copy_codex = false
+[network]
+resolve = ["allowed.test=%s", "denied.test=%s"]
+`, q(agent), gw, gw)
+		p := newPoolRunEnv(t, e, "egress", cfg)
+		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "1", "--kind", "agent")
+		members := p.containers(t, ctx)
+		if len(members) != 1 {
+			t.Fatalf("pool create made %d containers, want 1", len(members))
+		}
+		member := strings.TrimPrefix(members[0].Names[0], "/")
+		if members[0].Labels[egressnet.LabelName] != member || members[0].Labels[egressnet.LabelMode] != "allowlist" {
+			t.Fatalf("member %s labels: %v", member, members[0].Labels)
+		}
+		egDir := members[0].Labels[podbot.LabelEgressDir]
+		conn := poolConn(t, ctx, e)
+		if in, err := conn.Inspect(ctx, egressnet.ProxyName(member), false); err != nil || !in.State.Running {
+			t.Fatalf("member %s has no running proxy: %v", member, err)
+		}
+		pol, err := egressnet.ReadPolicy(egressnet.DirsAt(egDir).PolicyPath())
+		if err != nil || len(pol.Rules) != 0 {
+			t.Fatalf("a member's policy must deny everything until its claim: %+v %v", pol, err)
+		}
+
+		name := testName(e, "poolegress")
+		removeOnCleanup(t, e, name)
+		cmd := p.cmd(ctx, "run", "--pool", p.name, "--name", name, "--allow-host", fmt.Sprintf("allowed.test:%d", port))
+		pr := startOnPTY(t, cmd, 24, 200)
+		code := pr.wait(t, 2*time.Minute)
+		out := pr.out.String()
+		if code != 7 {
+			t.Fatalf("podbot run --pool: exit %d, want the agent's 7\n%s", code, out)
+		}
+		if m := claimedRe.FindStringSubmatch(out); m == nil || m[1] != member || m[4] != name {
+			t.Fatalf("no warm claim of %s:\n%s", member, out)
+		}
+		for _, want := range []string{allowed + " 200 outside allowed.test", denied + " refused", "podbot: network: egress policy (",
+			"in force on the member's proxy " + egressnet.ProxyName(member)} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		// The refusal is in the claimed sandbox's decision log.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := p.run(t, ctx, "network", "log", "--json", name)
+			if r.Code == 0 && strings.Contains(r.Stdout, `"host":"denied.test"`) && strings.Contains(r.Stdout, `"decision":"deny"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the decision log lacks the refusal of denied.test: %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		var show podbot.NetworkPolicy
+		decodeJSON(t, p.mustRun(t, ctx, "network", "show", "--json", name).Stdout, &show)
+		if show.PolicyFile != egressnet.DirsAt(egDir).PolicyPath() || len(show.Policy.Rules) == 0 {
+			t.Fatalf("network show on the claimed sandbox: %+v", show)
+		}
+
+		// podbot run stopped it (and its proxy); start finds the proxy by
+		// the member's name, and a live allow reaches the running proxy.
+		p.mustRun(t, ctx, "start", name)
+		in, err := conn.Inspect(ctx, name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetch := func(u string) string {
+			var o, eo bytes.Buffer
+			c, err := conn.Exec(ctx, in.ID, engine.ExecOptions{Cmd: []string{"python3", "-c", fetchScript, u}, User: in.Config.User, Stdout: &o, Stderr: &eo})
+			if err != nil || c != 0 {
+				t.Fatalf("fetch %s: %d %v %s", u, c, err, eo.String())
+			}
+			return o.String()
+		}
+		if got := fetch(denied); !strings.Contains(got, " refused") {
+			t.Fatalf("denied.test before network allow: %s", got)
+		}
+		p.mustRun(t, ctx, "network", "allow", name, fmt.Sprintf("denied.test:%d", port))
+		deadline = time.Now().Add(10 * time.Second)
+		for !strings.Contains(fetch(denied), " 200 outside denied.test") {
+			if time.Now().After(deadline) {
+				t.Fatal("network allow did not take effect on the claimed sandbox")
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+
+		// rm takes the proxy, network and directory named after the member.
+		p.mustRun(t, ctx, "rm", "--force", name)
+		if _, err := conn.Inspect(ctx, egressnet.ProxyName(member), false); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("proxy %s still there after rm: %v", egressnet.ProxyName(member), err)
+		}
+		if _, err := conn.InspectNetwork(ctx, egressnet.NetworkName(member)); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("network %s still there after rm: %v", egressnet.NetworkName(member), err)
+		}
+		if _, err := os.Stat(egDir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("egress directory %s still there after rm: %v", egDir, err)
+		}
+	})
+}
