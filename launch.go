@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -129,11 +130,14 @@ type Sandbox struct {
 	// Workspace is the in-container working directory of the agent.
 	Workspace string
 
-	conn      *engine.Conn
-	egress    *egressSetup
-	token     *tokendaemon.Daemon
-	stopToken context.CancelFunc
-	tokenDone chan struct{}
+	conn   *engine.Conn
+	egress *egressSetup
+	token  *tokendaemon.Daemon
+	// tokenScope is a claimed pool member's token scope file, removed
+	// with the sandbox (Close with remove).
+	tokenScope string
+	stopToken  context.CancelFunc
+	tokenDone  chan struct{}
 	// credOverrides and credForbidden go to creds.BuildOptions: the
 	// vault's copy of ~/.codex/auth.json and the key it keeps out.
 	credOverrides map[string][]byte
@@ -241,7 +245,7 @@ func launch(ctx context.Context, conn *engine.Conn, opts LaunchOptions, tmpl *po
 			gh = &ghToken{placeholder: placeholder}
 			progress(StepToken, fmt.Sprintf("the token goes into the credential vault as secret %q; the sandbox's %s holds its placeholder", name, tokendaemon.ContainerTokenPath))
 		}
-		if err := sb.prepareToken(ctx, opts, plan.Name, origin, ght, placeholderOf(gh), logger); err != nil {
+		if err := sb.prepareToken(ctx, opts, plan.Name, "", origin, ght, placeholderOf(gh), logger); err != nil {
 			return nil, &StepError{StepToken, err}
 		}
 		if err := plan.Apply(
@@ -562,7 +566,10 @@ func placeholderOf(gh *ghToken) string {
 // prepareToken makes the sandbox's token daemon and mints the first token.
 // With vault set (a github-app secret), tokens go to the vault and the
 // token file holds placeholder.
-func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name string, origin gitcred.Origin, vault *vaultToken, placeholder string, logger *slog.Logger) error {
+//
+// dirName, when set, names the token directory instead of name (a claimed
+// pool member's keeps the member's name).
+func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name, dirName string, origin gitcred.Origin, vault *vaultToken, placeholder string, logger *slog.Logger) error {
 	if opts.RuntimeDir == "" {
 		return &errdefs.ConfigError{Key: "XDG_RUNTIME_DIR", Reason: errdefs.ErrMissingRequired,
 			Msg: "GitHub tokens live under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to a private directory"}
@@ -574,6 +581,7 @@ func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name st
 	conn := sb.conn
 	d, err := tokendaemon.New(tokendaemon.Options{
 		ContainerID:   name,
+		DirName:       dirName,
 		RuntimeDir:    opts.RuntimeDir,
 		Source:        RedactingTokenSource(opts.TokenSource, opts.Redactor),
 		Repositories:  []string{repo.Name},
@@ -783,6 +791,11 @@ func (sb *Sandbox) Close(ctx context.Context, remove bool) error {
 	if remove && sb.token != nil {
 		if err := sb.token.Remove(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if remove && sb.tokenScope != "" {
+		if err := os.Remove(sb.tokenScope); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, &errdefs.FilesystemError{Op: "remove", Path: sb.tokenScope, Msg: "cannot remove the token scope file", Err: err})
 		}
 	}
 	return errors.Join(errs...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/podbot/podbot/launchplan"
 	"github.com/podbot/podbot/pool"
 	"github.com/podbot/podbot/sandbox"
+	"github.com/podbot/podbot/tokendaemon"
 )
 
 // StepPool is the launch step that claims a pool member (LaunchOptions.Pool).
@@ -76,6 +78,18 @@ func launchFromPool(ctx context.Context, conn *engine.Conn, opts LaunchOptions) 
 		}
 	}
 	applyEgressMode(&plan)
+	// A launch that clones with a GitHub App mounts a token directory;
+	// a member made with a GitHub App has one (named after the member).
+	needsToken := opts.TokenSource != nil && req.Workspace.Strategy == launchplan.WorkspaceGitHubClone
+	if needsToken {
+		if opts.RuntimeDir == "" {
+			return nil, &StepError{StepToken, &errdefs.ConfigError{Key: "XDG_RUNTIME_DIR", Reason: errdefs.ErrMissingRequired,
+				Msg: "GitHub tokens live under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to a private directory"}}
+		}
+		if err := plan.Apply(launchplan.WithTokenMount(filepath.Join(opts.RuntimeDir, "podbot", plan.Name, tokendaemon.TokenFileName))); err != nil {
+			return nil, &StepError{StepToken, err}
+		}
+	}
 
 	b := &matchingBackend{PoolBackend: NewPoolBackend(conn, PoolOptions{Config: opts.Config, SidecarPath: opts.SidecarPath, Environ: opts.Environ, Logger: logger}),
 		want: hardeningOf(plan)}
@@ -135,6 +149,13 @@ func launchFromPool(ctx context.Context, conn *engine.Conn, opts LaunchOptions) 
 			return nil, &StepError{StepNetwork, err}
 		}
 		progress(StepNetwork, fmt.Sprintf("egress policy (%d rules) in force on the member's proxy %s", len(plan.Egress.Policy.Rules), egressnet.ProxyName(made.egress.name)))
+	}
+
+	if needsToken {
+		progress(StepToken, "acquiring an installation token into the member's token directory")
+		if err := made.claimToken(ctx, opts, m, &plan, logger); err != nil {
+			return nil, &StepError{StepToken, err}
+		}
 	}
 
 	// Git identity: a file in the credentials upload, or (read-only root
@@ -221,9 +242,6 @@ func checkPoolLaunch(spec pool.Spec, opts LaunchOptions) error {
 		return err
 	} else if codex != nil {
 		return refuse(codexVaultKey, "the Codex API key would go into a credential vault, which a member made ahead cannot take (its proxy and CA are made with the sandbox); set "+codexVaultKey+" = false or run without --pool")
-	}
-	if opts.TokenSource != nil && opts.Repo != "" {
-		return refuse("github.app_id", "a GitHub App token for --repo goes into a token directory mounted when the sandbox is made, and pool members have none; clone without the App (a repository the clone origin serves without a token), or run without --pool")
 	}
 	return nil
 }
@@ -393,4 +411,49 @@ func applyClaimedEgress(ctx context.Context, conn *engine.Conn, id string, plan 
 		plan.Labels[k] = labels[k]
 	}
 	return es, nil
+}
+
+// claimToken mints the claimer's GitHub installation token, limited to
+// opts.Repo, into claimed member m's token directory (named after the
+// member, LabelTokenDir), with the clone origin next to it, records that
+// scope beside the directory for podbot start and podbot token-daemon
+// (tokenTarget), gives the agent git's askpass program, and keeps the
+// token fresh until Close.
+func (sb *Sandbox) claimToken(ctx context.Context, opts LaunchOptions, m pool.Member, plan *launchplan.Plan, logger *slog.Logger) error {
+	in, err := sb.conn.Inspect(ctx, m.ID, false)
+	if err != nil {
+		return err
+	}
+	var labels map[string]string
+	if in.Config != nil {
+		labels = in.Config.Labels
+	}
+	dirName := labels[LabelTokenDir]
+	if dirName == "" || dirName != m.Name {
+		return &errdefs.ContainerError{Op: "claim pool member", Container: m.Name, Reason: errdefs.ErrInvalidValue,
+			Msg: "the member does not record its token directory (label " + LabelTokenDir + "); remove and refill the pool"}
+	}
+	origin, err := tokenOrigin(opts)
+	if err != nil {
+		return err
+	}
+	scope, err := tokenScopePath(opts.RuntimeDir, dirName)
+	if err != nil {
+		return err
+	}
+	if err := writeTokenScope(opts.RuntimeDir, dirName, tokenScope{Repo: opts.Repo, Origin: origin.String()}); err != nil {
+		return err
+	}
+	sb.tokenScope = scope
+	if err := sb.prepareToken(ctx, opts, plan.Name, dirName, origin, nil, "", logger); err != nil {
+		return err
+	}
+	if err := plan.Apply(
+		launchplan.WithGitHubScope(opts.Repo, origin.String()),
+		launchplan.WithAgentEnv("GIT_ASKPASS="+SidecarTarget),
+	); err != nil {
+		return err
+	}
+	sb.runToken(logger)
+	return nil
 }

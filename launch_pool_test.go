@@ -63,7 +63,6 @@ func TestCheckPoolLaunchRefuses(t *testing.T) {
 			c.Network.Mode = config.NetworkAllowlist
 			c.Secrets = []config.Secret{{Name: "K"}}
 		}), config.SecretsKey},
-		"github token": {spec, LaunchOptions{Config: poolLaunchConfig(), Repo: "acme/app", TokenSource: fakeTokenSource{}}, "github.app_id"},
 	}
 	// An allowlist launch with its own egress rules claims from an
 	// allowlist pool (the rules are written into the member's policy).
@@ -73,6 +72,11 @@ func TestCheckPoolLaunchRefuses(t *testing.T) {
 		if err := checkPoolLaunch(s, allow); err != nil {
 			t.Errorf("an allowlist launch with --allow-host on pool network %q is refused: %v", s.Network, err)
 		}
+	}
+	// A launch that clones with a GitHub App claims too (the token is
+	// minted into the member's token directory at the claim).
+	if err := checkPoolLaunch(spec, LaunchOptions{Config: poolLaunchConfig(), Repo: "acme/app", TokenSource: fakeTokenSource{}}); err != nil {
+		t.Errorf("a launch with a GitHub App is refused: %v", err)
 	}
 	for name, c := range cases {
 		err := checkPoolLaunch(c.spec, c.opts)

@@ -202,7 +202,11 @@ func prepareTokenDir(ctx context.Context, conn *engine.Conn, c Container, opts S
 			Msg: "the container mounts a GitHub token directory under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to start it"}
 	}
 	if opts.TokenSource == nil {
-		dir, err := tokendaemon.EnsureDir(opts.RuntimeDir, c.Name)
+		dirName := c.Name
+		if d := c.Labels[LabelTokenDir]; d != "" {
+			dirName = d // a claimed pool member's, named after the member
+		}
+		dir, err := tokendaemon.EnsureDir(opts.RuntimeDir, dirName)
 		return dir, false, err
 	}
 	target, err := tokenTarget(c.Name, c.Labels, opts.RuntimeDir)
@@ -212,6 +216,7 @@ func prepareTokenDir(ctx context.Context, conn *engine.Conn, c Container, opts S
 	id := c.ID
 	d, err := tokendaemon.New(tokendaemon.Options{
 		ContainerID:  c.Name,
+		DirName:      target.DirName,
 		RuntimeDir:   opts.RuntimeDir,
 		Source:       opts.TokenSource,
 		Repositories: target.Repositories,
@@ -239,6 +244,9 @@ type RemoveOptions struct {
 	// Environ is the environment host git runs with when a local_clone
 	// sandbox is checked for unfetched work.
 	Environ []string
+	// RuntimeDir is $XDG_RUNTIME_DIR: a claimed pool member's token
+	// directory and scope file there (LabelTokenDir) go with it.
+	RuntimeDir string
 }
 
 // Remove resolves ref (see ResolveContainer) and removes the container and
@@ -272,6 +280,7 @@ func Remove(ctx context.Context, conn *engine.Conn, ref string, opts RemoveOptio
 	if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
 		err = errors.Join(err, removeEgress(ctx, conn, egressNameOf(c), c.Labels[LabelEgressDir]))
 	}
+	err = errors.Join(err, removeMemberToken(opts.RuntimeDir, c.Labels))
 	return c, err
 }
 

@@ -196,6 +196,9 @@ func (b *PoolBackend) Create(ctx context.Context, spec pool.Spec) (pool.Member, 
 			return pool.Member{}, err
 		}
 		copts.Name, copts.SessionID, copts.RuntimeDir = name, sid, b.opts.RuntimeDir
+		// With a GitHub App, a member has the token directory a launch
+		// that clones with the App mounts; a claim mints into it.
+		copts.poolTokenDir = b.opts.RuntimeDir != "" && b.opts.Config.GitHub.Configured()
 		res, err := create(ctx, b.conn, copts, labels)
 		if err != nil {
 			return pool.Member{}, err
@@ -243,17 +246,20 @@ func (b *PoolBackend) Remove(ctx context.Context, m pool.Member) error {
 // member, its egress proxy, network and directory.
 func (b *PoolBackend) removeContainer(ctx context.Context, m pool.Member) error {
 	var eg *egressSetup
-	if in, err := b.conn.Inspect(ctx, m.ID, false); err == nil && in.Config != nil &&
-		in.Config.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
-		if eg, err = claimedEgress(in.Config.Labels); err != nil {
-			eg = &egressSetup{name: m.Name} // proxy and network by the member's name
+	var labels map[string]string
+	if in, err := b.conn.Inspect(ctx, m.ID, false); err == nil && in.Config != nil {
+		labels = in.Config.Labels
+		if labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
+			if eg, err = claimedEgress(labels); err != nil {
+				eg = &egressSetup{name: m.Name} // proxy and network by the member's name
+			}
 		}
 	}
 	err := b.conn.Remove(ctx, m.ID, true)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		err = nil
 	}
-	return errors.Join(err, removeMemberDir(m), eg.teardown(ctx, b.conn))
+	return errors.Join(err, removeMemberDir(m), eg.teardown(ctx, b.conn), removeMemberToken(b.opts.RuntimeDir, labels))
 }
 
 // removeMemberDir removes a tools member's directory when its label names

@@ -16,6 +16,10 @@ import (
 // the plan a cold launch would make and refuses a member that differs.
 const LabelPoolHardening = "podbot.pool.hardening"
 
+// tokenDirSource stands for a GitHub token directory's host path in a
+// hardening record.
+const tokenDirSource = "$XDG_RUNTIME_DIR/podbot/<token directory>"
+
 // maxHardeningLabel bounds the label podbot reads back from a member.
 const maxHardeningLabel = 16 << 10
 
@@ -61,7 +65,13 @@ func hardeningOf(p launchplan.Plan) hardening {
 		Resources: p.Resources, Network: p.Network, Egress: string(p.Egress.Mode), UpstreamCA: p.Egress.UpstreamCA, Tmpfs: p.Tmpfs,
 	}
 	for _, m := range p.Mounts {
-		h.Mounts = append(h.Mounts, hardeningMount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+		src := m.Source
+		if m.Target == launchplan.TokenMountTarget {
+			// The token directory is named after the sandbox (a member's
+			// after the member): compared by where it is mounted and how.
+			src = tokenDirSource
+		}
+		h.Mounts = append(h.Mounts, hardeningMount{Source: src, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	slices.SortFunc(h.Mounts, func(a, b hardeningMount) int { return strings.Compare(a.Target, b.Target) })
 	return h

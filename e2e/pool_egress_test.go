@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,112 @@ resolve = ["allowed.test=%s", "denied.test=%s"]
 		}
 		if _, err := os.Stat(egDir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("egress directory %s still there after rm: %v", egDir, err)
+		}
+	})
+}
+
+// TestPoolRunGitHubToken: with a GitHub App configured, podbot pool create
+// gives an agent member an empty token directory named after the member
+// (mounted read-only at /run/secrets); podbot run --pool --repo claims it,
+// mints the installation token limited to the claimer's repository into
+// that directory, clones through it (the git server takes only a valid
+// token), and the agent's git has the askpass program; --rm removes the
+// directory and its scope file with the sandbox. On both engines.
+func TestPoolRunGitHubToken(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		f := newGHFixture(t, ctx, e, time.Hour, "pooltoken")
+		sha := strings.TrimSpace(git(t, f.repo.work, "rev-parse", "HEAD"))
+		agent := `echo "stub-head=$(git -C /work/demo rev-parse HEAD 2>&1)"
+echo "stub-askpass=$GIT_ASKPASS"
+echo "stub-token-bytes=$(wc -c < /run/secrets/ghapp_token)"
+echo podbot-stub-agent-ready
+exit 7`
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		cfg := fmt.Sprintf(`[agent]
+kind = "custom"
+command = "/bin/sh"
+args = ["-c", %s]
+[creds]
+copy_claude = false
+copy_codex = false
+[network]
+mode = "open"
+[workspace]
+source = "github_clone"
+[github]
+app_id = %d
+installation_id = %d
+private_key_path = %q
+api_url = %q
+clone_base_url = %q
+`, q(agent), f.gh.AppID(), f.gh.InstallationID(), f.keyPath, f.gh.URL, f.gs.BaseURL)
+		p := newPoolRunEnv(t, e, "token", cfg)
+		rt := ""
+		for _, kv := range p.env {
+			if v, ok := strings.CutPrefix(kv, "XDG_RUNTIME_DIR="); ok {
+				rt = v
+			}
+		}
+		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "1", "--kind", "agent", "--network", "open")
+		members := p.containers(t, ctx)
+		if len(members) != 1 {
+			t.Fatalf("pool create made %d containers, want 1", len(members))
+		}
+		member := strings.TrimPrefix(members[0].Names[0], "/")
+		if members[0].Labels[podbot.LabelTokenDir] != member || members[0].Labels["podbot.github_token"] != "true" {
+			t.Fatalf("member %s labels: %v", member, members[0].Labels)
+		}
+		dir := filepath.Join(rt, "podbot", member)
+		if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+			t.Fatalf("member token directory %s: %v", dir, err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Fatalf("an unclaimed member's token directory holds %v; want it empty", ents)
+		}
+		before := len(f.gh.TokenRequests())
+
+		name := testName(e, "pooltoken")
+		removeOnCleanup(t, e, name)
+		cmd := p.cmd(ctx, "run", "--pool", p.name, "--name", name, "--rm", "--repo", "octo-org/demo", "--branch", "feature")
+		pr := startOnPTY(t, cmd, 24, 200)
+		code := pr.wait(t, 2*time.Minute)
+		out := pr.out.String()
+		if code != 7 {
+			t.Fatalf("podbot run --pool: exit %d, want the agent's 7\n%s", code, out)
+		}
+		if m := claimedRe.FindStringSubmatch(out); m == nil || m[1] != member {
+			t.Fatalf("no warm claim of %s:\n%s", member, out)
+		}
+		for _, want := range []string{"stub-head=" + sha, "stub-askpass=" + podbot.SidecarTarget, "podbot-stub-agent-ready"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "stub-token-bytes=0") || !strings.Contains(out, "stub-token-bytes=") {
+			t.Errorf("the agent saw no token at /run/secrets/ghapp_token:\n%s", out)
+		}
+		reqs := f.gh.TokenRequests()[before:]
+		if len(reqs) == 0 {
+			t.Fatal("the claim minted no installation token")
+		}
+		for _, r := range reqs {
+			if len(r.Repositories) != 1 || r.Repositories[0] != "demo" {
+				t.Errorf("token request %+v; want it limited to [demo]", r)
+			}
+		}
+		cur, _, ok := f.gh.CurrentToken()
+		if !ok || f.gs.servedWith(cur) == 0 {
+			t.Error("the git server never served the clone with the installation token")
+		}
+		if ok && strings.Contains(out, cur) {
+			t.Error("the token value reached podbot's output")
+		}
+		for _, p := range []string{dir, dir + ".scope"} {
+			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s left after --rm: %v", p, err)
+			}
 		}
 	})
 }
