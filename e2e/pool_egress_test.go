@@ -200,21 +200,23 @@ clone_base_url = %q
 				rt = v
 			}
 		}
-		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "1", "--kind", "agent", "--network", "open")
+		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "2", "--kind", "agent", "--network", "open")
 		members := p.containers(t, ctx)
-		if len(members) != 1 {
-			t.Fatalf("pool create made %d containers, want 1", len(members))
+		if len(members) != 2 {
+			t.Fatalf("pool create made %d containers, want 2", len(members))
 		}
-		member := strings.TrimPrefix(members[0].Names[0], "/")
-		if members[0].Labels[podbot.LabelTokenDir] != member || members[0].Labels["podbot.github_token"] != "true" {
-			t.Fatalf("member %s labels: %v", member, members[0].Labels)
-		}
-		dir := filepath.Join(rt, "podbot", member)
-		if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
-			t.Fatalf("member token directory %s: %v", dir, err)
-		}
-		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-			t.Fatalf("an unclaimed member's token directory holds %v; want it empty", ents)
+		for _, m := range members {
+			member := strings.TrimPrefix(m.Names[0], "/")
+			if m.Labels[podbot.LabelTokenDir] != member || m.Labels["podbot.github_token"] != "true" {
+				t.Fatalf("member %s labels: %v", member, m.Labels)
+			}
+			dir := filepath.Join(rt, "podbot", member)
+			if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+				t.Fatalf("member token directory %s: %v", dir, err)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Fatalf("an unclaimed member's token directory holds %v; want it empty", ents)
+			}
 		}
 		before := len(f.gh.TokenRequests())
 
@@ -227,9 +229,11 @@ clone_base_url = %q
 		if code != 7 {
 			t.Fatalf("podbot run --pool: exit %d, want the agent's 7\n%s", code, out)
 		}
-		if m := claimedRe.FindStringSubmatch(out); m == nil || m[1] != member {
-			t.Fatalf("no warm claim of %s:\n%s", member, out)
+		m := claimedRe.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no warm claim:\n%s", out)
 		}
+		dir := filepath.Join(rt, "podbot", m[1])
 		for _, want := range []string{"stub-head=" + sha, "stub-askpass=" + podbot.SidecarTarget, "podbot-stub-agent-ready"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
@@ -258,6 +262,67 @@ clone_base_url = %q
 			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("%s left after --rm: %v", p, err)
 			}
+		}
+
+		// The second member, claimed and kept: podbot run stops it (its
+		// token directory goes), podbot start mints a token into the
+		// member-named directory again from the recorded scope, podbot
+		// token-daemon --all finds it under the new container name and
+		// refreshes it, and podbot rm removes directory and scope.
+		kept := testName(e, "pooltoken-kept")
+		removeOnCleanup(t, e, kept)
+		pr = startOnPTY(t, p.cmd(ctx, "run", "--pool", p.name, "--name", kept, "--repo", "octo-org/demo", "--branch", "feature"), 24, 200)
+		if code := pr.wait(t, 2*time.Minute); code != 7 {
+			t.Fatalf("second podbot run --pool: exit %d\n%s", code, pr.out.String())
+		}
+		m = claimedRe.FindStringSubmatch(pr.out.String())
+		if m == nil {
+			t.Fatalf("no warm claim:\n%s", pr.out.String())
+		}
+		dir = filepath.Join(rt, "podbot", m[1])
+		if _, err := os.Stat(filepath.Join(dir, "ghapp_token")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a token stayed on disk for the stopped sandbox: %v", err)
+		}
+		p.mustRun(t, ctx, "start", kept)
+		first := readToken(t, filepath.Join(dir, "ghapp_token"))
+		daemon := p.cmd(ctx, "token-daemon", "--all", "--list-interval", "1s", "--check-interval", "1s")
+		var dout bytes.Buffer
+		daemon.Stdout, daemon.Stderr = &dout, &dout
+		if err := daemon.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- daemon.Wait() }()
+		defer func() { _ = daemon.Process.Kill() }()
+		second := waitForNewToken(t, ctx, filepath.Join(dir, "ghapp_token"), first, 30*time.Second)
+		if strings.Contains(dout.String(), "not keeping a token") {
+			t.Errorf("token-daemon --all refused a pool container:\n%s", dout.String())
+		}
+		for _, r := range f.gh.TokenRequests()[before:] {
+			if len(r.Repositories) != 1 || r.Repositories[0] != "demo" {
+				t.Errorf("token request %+v; want it limited to [demo]", r)
+			}
+		}
+		p.mustRun(t, ctx, "rm", "--force", kept)
+		for _, p := range []string{dir, dir + ".scope"} {
+			deadline := time.Now().Add(20 * time.Second)
+			for _, err := os.Stat(p); err == nil && time.Now().Before(deadline); _, err = os.Stat(p) {
+				time.Sleep(200 * time.Millisecond)
+			}
+			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s left after rm: %v", p, err)
+			}
+		}
+		if err := daemon.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("podbot token-daemon --all did not stop on SIGINT\n%s", dout.String())
+		}
+		if strings.Contains(dout.String(), first) || strings.Contains(dout.String(), second) {
+			t.Error("podbot token-daemon logged a token value")
 		}
 	})
 }
