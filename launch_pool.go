@@ -141,6 +141,7 @@ func launchFromPool(ctx context.Context, conn *engine.Conn, opts LaunchOptions) 
 		// The member's proxy denies everything; this launch's policy must
 		// be in force there before anything (the clone, the agent) runs.
 		made.egress = &egressSetup{name: m.Name} // what a failure removes, until the labels say more
+		t1 := time.Now()
 		es, err := applyClaimedEgress(ctx, conn, m.ID, &plan)
 		if es != nil {
 			made.egress = es
@@ -148,7 +149,8 @@ func launchFromPool(ctx context.Context, conn *engine.Conn, opts LaunchOptions) 
 		if err != nil {
 			return nil, &StepError{StepNetwork, err}
 		}
-		progress(StepNetwork, fmt.Sprintf("egress policy (%d rules) in force on the member's proxy %s", len(plan.Egress.Policy.Rules), egressnet.ProxyName(made.egress.name)))
+		progress(StepNetwork, fmt.Sprintf("egress policy (%d rules) in force on the member's proxy %s (confirmed by the proxy in %.1f ms)",
+			len(plan.Egress.Policy.Rules), egressnet.ProxyName(made.egress.name), float64(time.Since(t1).Microseconds())/1000))
 	}
 
 	if needsToken {
@@ -403,7 +405,12 @@ func applyClaimedEgress(ctx context.Context, conn *engine.Conn, id string, plan 
 	if err != nil {
 		return nil, err
 	}
-	if err := egressnet.ApplyPolicy(ctx, es.dirs, &plan.Egress.Policy, policyLoadTimeout); err != nil {
+	poke := func(ctx context.Context) error {
+		// SIGHUP makes the proxy look at its policy file at once rather
+		// than at its next poll; without it the poll still comes.
+		return conn.API().ContainerKill(ctx, egressnet.ProxyName(es.name), "HUP")
+	}
+	if err := egressnet.ApplyPolicy(ctx, es.dirs, &plan.Egress.Policy, policyLoadTimeout, poke); err != nil {
 		return es, err
 	}
 	plan.Network = egressnet.NetworkName(es.name)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,10 @@ import (
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 )
+
+// confirmedRe matches the progress line of a claimed allowlist member's
+// policy, with how long the proxy took to confirm it.
+var confirmedRe = regexp.MustCompile(`confirmed by the proxy in ([0-9.]+) ms`)
 
 // TestPoolRunAllowlist: with the default network.mode (allowlist), podbot
 // pool create makes an agent member with its own egress proxy (named after
@@ -90,6 +95,10 @@ resolve = ["allowed.test=%s", "denied.test=%s"]
 		}
 		if m := claimedRe.FindStringSubmatch(out); m == nil || m[1] != member || m[4] != name {
 			t.Fatalf("no warm claim of %s:\n%s", member, out)
+		}
+		if m := confirmedRe.FindStringSubmatch(out); m != nil {
+			claim := claimedRe.FindStringSubmatch(out)
+			t.Logf("%s: claim %s ms, then the claimer's policy in force (written and confirmed by the proxy) %s ms", e.Name, claim[3], m[1])
 		}
 		for _, want := range []string{allowed + " 200 outside allowed.test", denied + " refused", "podbot: network: egress policy (",
 			"in force on the member's proxy " + egressnet.ProxyName(member)} {

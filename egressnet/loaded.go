@@ -23,10 +23,15 @@ const loadedPoll = 50 * time.Millisecond
 // waits, up to timeout, until the proxy records in d's LoadedFile that the
 // content written is the policy in force. A proxy that does not confirm in
 // time (stopped, or older than the --loaded flag) is an error matching
-// errdefs.ErrTimeout.
-func ApplyPolicy(ctx context.Context, d Dirs, p *egress.Policy, timeout time.Duration) error {
+// errdefs.ErrTimeout. poke, when set, is called once after the write to
+// have the proxy look at once (podbot sends it SIGHUP); its error is
+// ignored, the proxy's poll comes anyway.
+func ApplyPolicy(ctx context.Context, d Dirs, p *egress.Policy, timeout time.Duration, poke func(context.Context) error) error {
 	if err := WritePolicy(d.PolicyPath(), p); err != nil {
 		return err
+	}
+	if poke != nil {
+		_ = poke(ctx)
 	}
 	_, want, err := egress.ReadPolicyFileDigest(d.PolicyPath())
 	if err != nil {

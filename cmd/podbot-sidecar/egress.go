@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/podbot/podbot/egress"
@@ -123,6 +125,11 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 	if opts.ready != nil {
 		opts.ready(ln.Addr())
 	}
+	// SIGHUP asks for a look at the files now rather than at the next
+	// poll: podbot sends it after writing a claimed pool member's policy.
+	poke := make(chan os.Signal, 1)
+	signal.Notify(poke, syscall.SIGHUP)
+	defer signal.Stop(poke)
 	stopped := make(chan struct{})
 	if opts.secrets != "" {
 		secretsDone := make(chan struct{})
@@ -131,7 +138,7 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 	}
 	go func() {
 		defer close(stopped)
-		watchPolicy(ctx, opts.policy, opts.loaded, fi, p, logger)
+		watchPolicy(ctx, opts.policy, opts.loaded, fi, p, poke, logger)
 		p.Close()
 	}()
 	err = p.Serve(ln)
@@ -143,7 +150,8 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 // size, modification time or identity changes. A file that is unreadable or
 // that reload refuses is reported by its error alone (never its content)
 // and what is in force is kept; what names the file in those lines.
-func watchFile(ctx context.Context, path string, last os.FileInfo, what string, reload func() (string, error), logger *slog.Logger) {
+// A value on poke (nil: none) makes it look at once.
+func watchFile(ctx context.Context, path string, last os.FileInfo, what string, reload func() (string, error), poke <-chan os.Signal, logger *slog.Logger) {
 	t := time.NewTicker(policyPollInterval)
 	defer t.Stop()
 	for {
@@ -151,6 +159,7 @@ func watchFile(ctx context.Context, path string, last os.FileInfo, what string, 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-poke:
 		}
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -172,7 +181,7 @@ func watchFile(ctx context.Context, path string, last os.FileInfo, what string, 
 
 // watchPolicy reloads the proxy's policy from path whenever it changes.
 // After each load it records the policy's digest in loaded (if set).
-func watchPolicy(ctx context.Context, path, loaded string, last os.FileInfo, p *egress.Proxy, logger *slog.Logger) {
+func watchPolicy(ctx context.Context, path, loaded string, last os.FileInfo, p *egress.Proxy, poke <-chan os.Signal, logger *slog.Logger) {
 	watchFile(ctx, path, last, "policy", func() (string, error) {
 		pol, digest, err := egress.ReadPolicyFileDigest(path)
 		if err != nil {
@@ -181,7 +190,7 @@ func watchPolicy(ctx context.Context, path, loaded string, last os.FileInfo, p *
 		p.SetPolicy(pol)
 		markLoaded(loaded, digest, logger)
 		return fmt.Sprintf("%d rules, %d denies", len(pol.Rules), len(pol.Deny)), nil
-	}, logger)
+	}, poke, logger)
 }
 
 // watchSecrets gives the proxy the vault's secrets from path whenever the
@@ -196,7 +205,7 @@ func watchSecrets(ctx context.Context, path string, last os.FileInfo, p *egress.
 			return "", err
 		}
 		return fmt.Sprintf("%d secrets", len(ss)), nil
-	}, logger)
+	}, nil, logger)
 }
 
 // loadCA reads the sandbox CA: its certificate, and its key from a file
