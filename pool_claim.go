@@ -53,7 +53,9 @@ func claimSandbox(ctx context.Context, conn *engine.Conn, opts CreateOptions) (C
 		if err != nil {
 			return CreateResult{}, err
 		}
-		copts.Name, copts.Redactor = name, opts.Redactor
+		// A cold sandbox takes the configuration's egress policy at once
+		// (a member is made denying everything until its claim).
+		copts.Name, copts.Redactor, copts.Egress = name, opts.Redactor, nil
 		waitedFor := time.Since(t0)
 		res, err := create(ctx, conn, copts, map[string]string{launchplan.LabelPool: spec.Name})
 		if err != nil {

@@ -120,6 +120,9 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 					errs = append(errs, err)
 				}
 			}
+			if err := removeMemberToken(opts.RuntimeDir, c.Labels); err != nil {
+				errs = append(errs, err)
+			}
 			if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
 				if err := removeEgress(ctx, conn, egressNameOf(c), c.Labels[LabelEgressDir]); err != nil {
 					errs = append(errs, err)

@@ -335,3 +335,59 @@ clone_base_url = %q
 		}
 	})
 }
+
+// TestPoolCreateAllowlist: podbot create --pool claims an allowlist member
+// and puts the configuration's policy (network.allow) in force before it
+// returns: the first request from the sandbox to the allowed host goes
+// through, the denied one is refused; rm removes the member's proxy.
+func TestPoolCreateAllowlist(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		gw := bridgeGateway(t, ctx, e)
+		ln, err := net.Listen("tcp4", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "outside "+r.Host) }),
+			ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		port := ln.Addr().(*net.TCPAddr).Port
+		p := newPoolRunEnv(t, e, "egcreate", fmt.Sprintf(`[network]
+allow = ["allowed.test:%d"]
+resolve = ["allowed.test=%s", "denied.test=%s"]
+`, port, gw, gw))
+		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "1", "--kind", "agent")
+		members := p.containers(t, ctx)
+		if len(members) != 1 {
+			t.Fatalf("pool create made %d containers, want 1", len(members))
+		}
+		member := strings.TrimPrefix(members[0].Names[0], "/")
+		name := testName(e, "poolegcreate")
+		removeOnCleanup(t, e, name)
+		p.mustRun(t, ctx, "create", "--pool", p.name, "--name", name)
+		conn := poolConn(t, ctx, e)
+		in, err := conn.Inspect(ctx, name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.ID != members[0].ID {
+			t.Fatalf("create --pool made %s instead of claiming %s", in.ID, members[0].ID)
+		}
+		var o, eo bytes.Buffer
+		c, err := conn.Exec(ctx, in.ID, engine.ExecOptions{Cmd: []string{"python3", "-c", fetchScript,
+			fmt.Sprintf("http://allowed.test:%d/", port), fmt.Sprintf("http://denied.test:%d/", port)}, User: in.Config.User, Stdout: &o, Stderr: &eo})
+		if err != nil || c != 0 {
+			t.Fatalf("fetch: %d %v %s", c, err, eo.String())
+		}
+		lines := strings.Split(strings.TrimSpace(o.String()), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[0], " 200 outside allowed.test") || !strings.Contains(lines[1], " refused") {
+			t.Fatalf("the first requests after create --pool: want allowed then refused, got:\n%s", o.String())
+		}
+		p.mustRun(t, ctx, "rm", "--force", name)
+		if _, err := conn.Inspect(ctx, egressnet.ProxyName(member), false); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Errorf("proxy %s still there after rm: %v", egressnet.ProxyName(member), err)
+		}
+	})
+}
