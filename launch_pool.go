@@ -351,7 +351,7 @@ func (e *MemberMismatchError) Error() string {
 			}
 		}
 	}
-	return fmt.Sprintf("pool %s: member %s was made with other settings than this launch would use (%s); a claim must give exactly the sandbox a cold launch gives, so make this launch's configuration (image, [sandbox], network.mode) agree with the one podbot pool serve and podbot pool create use, or run without --pool",
+	return fmt.Sprintf("pool %s: member %s was made with other settings than this launch would use (%s); a claim must give exactly the sandbox a cold launch gives, so make this launch's configuration (image, [sandbox], network.mode, network.upstream_ca, [github] app) agree with the one podbot pool serve and podbot pool create use, or run without --pool",
 		e.Pool, e.Member, strings.Join(parts, "; "))
 }
 

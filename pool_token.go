@@ -94,6 +94,13 @@ func readTokenScope(runtimeDir, dirName string) (tokenScope, error) {
 	if err != nil {
 		return tokenScope{}, err
 	}
+	return parseTokenScope(data)
+}
+
+// parseTokenScope parses and checks a scope file's content: at most
+// maxTokenScope bytes of JSON naming a repository (owner/name) and a
+// clone origin (scheme://host[:port]).
+func parseTokenScope(data []byte) (tokenScope, error) {
 	if len(data) > maxTokenScope {
 		return tokenScope{}, errors.New("the scope file is too large")
 	}

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/launchplan"
+	"github.com/podbot/podbot/workspace"
 )
 
 // TestClaimedMemberTokenTarget: the token daemon finds a claimed pool
@@ -82,4 +84,25 @@ func TestHardeningTokenMount(t *testing.T) {
 	if d := hardeningOf(plan("mybox")).differences(hardeningOf(plan(""))); len(d) != 1 || d[0] != "mounts" {
 		t.Errorf("a token mount against none: %v, want mounts", d)
 	}
+}
+
+// FuzzParseTokenScope: whatever a scope file holds, parsing never panics,
+// and what it accepts names a repository and an origin that check out.
+func FuzzParseTokenScope(f *testing.F) {
+	f.Add([]byte(`{"repo":"octo-org/demo","origin":"https://github.com"}`))
+	f.Add([]byte(`{"repo":"../x","origin":"https://h"}`))
+	f.Add([]byte(`{"repo":"a/b","origin":"file:///etc"}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := parseTokenScope(data)
+		if err != nil {
+			return
+		}
+		if _, err := workspace.ParseRepo(s.Repo); err != nil {
+			t.Fatalf("accepted repository %q: %v", s.Repo, err)
+		}
+		if _, err := gitcred.ReadOriginString(s.Origin); err != nil {
+			t.Fatalf("accepted origin %q: %v", s.Origin, err)
+		}
+	})
 }
