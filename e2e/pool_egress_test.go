@@ -166,12 +166,14 @@ resolve = ["allowed.test=%s", "denied.test=%s"]
 }
 
 // TestPoolRunGitHubToken: with a GitHub App configured, podbot pool create
-// gives an agent member an empty token directory named after the member
-// (mounted read-only at /run/secrets); podbot run --pool --repo claims it,
-// mints the installation token limited to the claimer's repository into
-// that directory, clones through it (the git server takes only a valid
-// token), and the agent's git has the askpass program; --rm removes the
-// directory and its scope file with the sandbox. On both engines.
+// gives an agent member (allowlist, the default) an empty token directory
+// named after the member (mounted read-only at /run/secrets); podbot run
+// --pool --repo claims it, puts its policy (which allows the clone origin)
+// in force, mints the installation token limited to the claimer's
+// repository into that directory, clones through it and the proxy (the git
+// server takes only a valid token), and the agent's git has the askpass
+// program; --rm removes the directory and its scope file with the sandbox.
+// On both engines.
 func TestPoolRunGitHubToken(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -191,8 +193,6 @@ args = ["-c", %s]
 [creds]
 copy_claude = false
 copy_codex = false
-[network]
-mode = "open"
 [workspace]
 source = "github_clone"
 [github]
@@ -209,7 +209,7 @@ clone_base_url = %q
 				rt = v
 			}
 		}
-		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "2", "--kind", "agent", "--network", "open")
+		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "2", "--kind", "agent") // network.mode: allowlist
 		members := p.containers(t, ctx)
 		if len(members) != 2 {
 			t.Fatalf("pool create made %d containers, want 2", len(members))
@@ -243,7 +243,8 @@ clone_base_url = %q
 			t.Fatalf("no warm claim:\n%s", out)
 		}
 		dir := filepath.Join(rt, "podbot", m[1])
-		for _, want := range []string{"stub-head=" + sha, "stub-askpass=" + podbot.SidecarTarget, "podbot-stub-agent-ready"} {
+		for _, want := range []string{"stub-head=" + sha, "stub-askpass=" + podbot.SidecarTarget, "podbot-stub-agent-ready",
+			"in force on the member's proxy " + egressnet.ProxyName(m[1])} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
