@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/podbot/podbot/launchplan"
 	"github.com/podbot/podbot/pool"
 	"github.com/podbot/podbot/sandbox"
+	"github.com/podbot/podbot/tokendaemon"
 )
 
 // SidecarTarget is where the podbot-sidecar binary appears inside a sandbox:
@@ -88,6 +90,10 @@ type CreateOptions struct {
 	// PoolWait is how long a claim waits for a ready member before a cold
 	// create.
 	PoolWait time.Duration
+	// poolTokenDir gives a pool member an empty GitHub token directory,
+	// named after it, mounted where a launch with a GitHub App mounts one
+	// (LabelTokenDir): a claim mints the token into it.
+	poolTokenDir bool
 }
 
 // CreateResult describes a created, running sandbox.
@@ -280,6 +286,27 @@ func create(ctx context.Context, conn *engine.Conn, opts CreateOptions, reserved
 		}
 	}
 	applyEgressMode(&plan)
+	if opts.poolTokenDir && reserved[launchplan.LabelPool] != "" {
+		var dir string
+		if dir, err = tokendaemon.EnsureDir(opts.RuntimeDir, plan.Name); err != nil {
+			return CreateResult{}, err
+		}
+		defer func() { // err is create's result
+			if err != nil {
+				_ = os.RemoveAll(dir)
+			}
+		}()
+		if err := plan.Apply(launchplan.WithTokenMount(filepath.Join(dir, tokendaemon.TokenFileName))); err != nil {
+			return CreateResult{}, err
+		}
+		plan.Labels[LabelTokenDir] = plan.Name
+	}
+	if reserved[launchplan.LabelPool] != "" {
+		// A pool member: a launch that claims it checks it against the
+		// plan it would make cold (before prepareEgress puts it on its
+		// own internal network, which is per sandbox).
+		plan.Labels[LabelPoolHardening] = hardeningOf(plan).label()
+	}
 	vlt, err := createVault(&plan, opts)
 	if err != nil {
 		return CreateResult{}, &StepError{StepNetwork, err}
@@ -320,11 +347,6 @@ func create(ctx context.Context, conn *engine.Conn, opts CreateOptions, reserved
 				}
 			}
 		}()
-	}
-	if reserved[launchplan.LabelPool] != "" {
-		// A pool member: a launch that claims it checks it against the
-		// plan it would make cold.
-		plan.Labels[LabelPoolHardening] = hardeningOf(plan).label()
 	}
 	cfg, hc, nc := plan.Render()
 	sandboxHostConfig(plan, hc)

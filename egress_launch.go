@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -158,7 +159,34 @@ func prepareEgress(ctx context.Context, conn *engine.Conn, plan *launchplan.Plan
 	}
 	plan.Labels[egressnet.LabelProxyAddr] = es.proxyAddr.String()
 	plan.Labels[LabelEgressDir] = dirs.Root
+	plan.Labels[egressnet.LabelName] = plan.Name
 	return es, ctx.Err()
+}
+
+// egressNameOf is the name sandbox c's egress proxy, internal network and
+// egress directory are named after: its egressnet.LabelName (a claimed
+// pool member keeps its member name's), else its container name. A label
+// that cannot name them is ignored.
+func egressNameOf(c Container) string {
+	if n := c.Labels[egressnet.LabelName]; n != "" && n != c.Name && validEgressName(n) {
+		return n
+	}
+	return c.Name
+}
+
+// validEgressName reports whether n can be a container name, and so one
+// directory under the egress root.
+func validEgressName(n string) bool {
+	if n == "" || len(n) > 253 {
+		return false
+	}
+	for i, r := range n {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || (i > 0 && (r == '_' || r == '.' || r == '-'))
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // internalNetworks says whether the sandbox's network is made Internal on
@@ -278,6 +306,20 @@ func lockNetwork(ctx context.Context, conn *engine.Conn, sandboxID, image, sidec
 			Reason: errdefs.ErrExecFailed, Msg: fmt.Sprintf("closing the sandbox's network failed (status %d): %s", st.Code, lastLines(out.String(), 3))}
 	}
 	return nil
+}
+
+// claimedEgress is the egress plumbing of a claimed pool member, from its
+// labels: named after the member (egressnet.LabelName), its directory the
+// one LabelEgressDir records when that has the shape podbot gives it
+// (…/egress/<member>).
+func claimedEgress(labels map[string]string) (*egressSetup, error) {
+	name, root := labels[egressnet.LabelName], labels[LabelEgressDir]
+	if !validEgressName(name) || !filepath.IsAbs(root) || filepath.Clean(root) != root ||
+		filepath.Base(root) != name || filepath.Base(filepath.Dir(root)) != "egress" {
+		return nil, &errdefs.ContainerError{Op: "claim pool member", Container: name, Reason: errdefs.ErrInvalidValue,
+			Msg: "the member does not record its egress proxy and directory (labels " + egressnet.LabelName + ", " + LabelEgressDir + "); remove and refill the pool"}
+	}
+	return &egressSetup{name: name, dirs: egressnet.DirsAt(root)}, nil
 }
 
 // teardown removes the proxy, the network and the directories. Missing

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -130,12 +131,15 @@ type Sandbox struct {
 	// be is where the sandbox lives; conn is the engine behind it (nil
 	// on another backend), which the engine-only steps (token daemon,
 	// egress proxy, vault, local clone) use.
-	be        launchBackend
-	conn      *engine.Conn
-	egress    *egressSetup
-	token     *tokendaemon.Daemon
-	stopToken context.CancelFunc
-	tokenDone chan struct{}
+	be     launchBackend
+	conn   *engine.Conn
+	egress *egressSetup
+	token  *tokendaemon.Daemon
+	// tokenScope is a claimed pool member's token scope file, removed
+	// with the sandbox (Close with remove).
+	tokenScope string
+	stopToken  context.CancelFunc
+	tokenDone  chan struct{}
 	// credOverrides and credForbidden go to creds.BuildOptions: the
 	// vault's copy of ~/.codex/auth.json and the key it keeps out.
 	credOverrides map[string][]byte
@@ -261,7 +265,7 @@ func launch(ctx context.Context, be launchBackend, conn *engine.Conn, opts Launc
 			gh = &ghToken{placeholder: placeholder}
 			progress(StepToken, fmt.Sprintf("the token goes into the credential vault as secret %q; the sandbox's %s holds its placeholder", name, tokendaemon.ContainerTokenPath))
 		}
-		if err := sb.prepareToken(ctx, opts, plan.Name, origin, ght, placeholderOf(gh), logger); err != nil {
+		if err := sb.prepareToken(ctx, opts, plan.Name, "", origin, ght, placeholderOf(gh), logger); err != nil {
 			return nil, &StepError{StepToken, err}
 		}
 		if err := plan.Apply(
@@ -589,7 +593,10 @@ func placeholderOf(gh *ghToken) string {
 // prepareToken makes the sandbox's token daemon and mints the first token.
 // With vault set (a github-app secret), tokens go to the vault and the
 // token file holds placeholder.
-func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name string, origin gitcred.Origin, vault *vaultToken, placeholder string, logger *slog.Logger) error {
+//
+// dirName, when set, names the token directory instead of name (a claimed
+// pool member's keeps the member's name).
+func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name, dirName string, origin gitcred.Origin, vault *vaultToken, placeholder string, logger *slog.Logger) error {
 	if opts.RuntimeDir == "" {
 		return &errdefs.ConfigError{Key: "XDG_RUNTIME_DIR", Reason: errdefs.ErrMissingRequired,
 			Msg: "GitHub tokens live under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to a private directory"}
@@ -601,6 +608,7 @@ func (sb *Sandbox) prepareToken(ctx context.Context, opts LaunchOptions, name st
 	conn := sb.conn
 	d, err := tokendaemon.New(tokendaemon.Options{
 		ContainerID:   name,
+		DirName:       dirName,
 		RuntimeDir:    opts.RuntimeDir,
 		Source:        RedactingTokenSource(opts.TokenSource, opts.Redactor),
 		Repositories:  []string{repo.Name},
@@ -727,7 +735,7 @@ func (sb *Sandbox) Stop(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	if sb.egress != nil {
-		if err := sb.conn.Stop(ctx, egressnet.ProxyName(sb.Name), timeout); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		if err := sb.conn.Stop(ctx, egressnet.ProxyName(sb.egress.name), timeout); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}
@@ -775,6 +783,11 @@ func (sb *Sandbox) Close(ctx context.Context, remove bool) error {
 	if remove && sb.token != nil {
 		if err := sb.token.Remove(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if remove && sb.tokenScope != "" {
+		if err := os.Remove(sb.tokenScope); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, &errdefs.FilesystemError{Op: "remove", Path: sb.tokenScope, Msg: "cannot remove the token scope file", Err: err})
 		}
 	}
 	return errors.Join(errs...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
@@ -13,11 +14,13 @@ import (
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/creds"
 	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 	"github.com/podbot/podbot/pool"
 	"github.com/podbot/podbot/sandbox"
+	"github.com/podbot/podbot/tokendaemon"
 )
 
 // StepPool is the launch step that claims a pool member (LaunchOptions.Pool).
@@ -75,6 +78,18 @@ func launchFromPool(ctx context.Context, conn *engine.Conn, opts LaunchOptions) 
 		}
 	}
 	applyEgressMode(&plan)
+	// A launch that clones with a GitHub App mounts a token directory;
+	// a member made with a GitHub App has one (named after the member).
+	needsToken := opts.TokenSource != nil && req.Workspace.Strategy == launchplan.WorkspaceGitHubClone
+	if needsToken {
+		if opts.RuntimeDir == "" {
+			return nil, &StepError{StepToken, &errdefs.ConfigError{Key: "XDG_RUNTIME_DIR", Reason: errdefs.ErrMissingRequired,
+				Msg: "GitHub tokens live under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to a private directory"}}
+		}
+		if err := plan.Apply(launchplan.WithTokenMount(filepath.Join(opts.RuntimeDir, "podbot", plan.Name, tokendaemon.TokenFileName))); err != nil {
+			return nil, &StepError{StepToken, err}
+		}
+	}
 
 	b := &matchingBackend{PoolBackend: NewPoolBackend(conn, PoolOptions{Config: opts.Config, SidecarPath: opts.SidecarPath, Environ: opts.Environ, Logger: logger}),
 		want: hardeningOf(plan)}
@@ -121,6 +136,29 @@ func launchFromPool(ctx context.Context, conn *engine.Conn, opts LaunchOptions) 
 	}
 	progress(StepPool, claimLine(r))
 	report(r)
+
+	if plan.Egress.Mode == egress.ModeAllowlist {
+		// The member's proxy denies everything; this launch's policy must
+		// be in force there before anything (the clone, the agent) runs.
+		made.egress = &egressSetup{name: m.Name} // what a failure removes, until the labels say more
+		t1 := time.Now()
+		es, err := applyClaimedEgress(ctx, conn, m.ID, &plan)
+		if es != nil {
+			made.egress = es
+		}
+		if err != nil {
+			return nil, &StepError{StepNetwork, err}
+		}
+		progress(StepNetwork, fmt.Sprintf("egress policy (%d rules) in force on the member's proxy %s (confirmed by the proxy in %.1f ms)",
+			len(plan.Egress.Policy.Rules), egressnet.ProxyName(made.egress.name), float64(time.Since(t1).Microseconds())/1000))
+	}
+
+	if needsToken {
+		progress(StepToken, "acquiring an installation token into the member's token directory")
+		if err := made.claimToken(ctx, opts, m, &plan, logger); err != nil {
+			return nil, &StepError{StepToken, err}
+		}
+	}
 
 	// Git identity: a file in the credentials upload, or (read-only root
 	// filesystem) variables. A cold launch puts those in the container's
@@ -172,9 +210,11 @@ func claimLine(r ClaimReport) string {
 
 // checkPoolLaunch refuses, before anything is claimed, what a member made
 // ahead of the claim cannot take: a bind mount (host_mount), a local
-// repository copy (its labels), egress rules or another network mode than
-// the pool's, [[secrets]] and a GitHub App token (their egress proxy, vault
-// and token mount are made with the sandbox).
+// repository copy (its labels), another network mode than the pool's,
+// [[secrets]] and the Codex key vault (the vault's proxy flags and CA are
+// made with the sandbox) and a GitHub App token (its mount is made with
+// the sandbox). An allowlist launch's egress rules (presets, network.allow,
+// --allow-host) are written into the member's policy at the claim.
 func checkPoolLaunch(spec pool.Spec, opts LaunchOptions) error {
 	if err := spec.Check(); err != nil {
 		return err
@@ -194,27 +234,23 @@ func checkPoolLaunch(spec pool.Spec, opts LaunchOptions) error {
 	if localCloneOf(opts) != nil {
 		return refuse("workspace.source", "a local repository copy (--repo PATH, workspace.source = \"local_clone\") is recorded in the sandbox's labels for podbot diff and podbot fetch, which a member made ahead cannot take; run without --pool")
 	}
-	if len(opts.AllowHosts) > 0 {
-		return refuse("allow-host", "--allow-host adds egress rules to an allowlist proxy, and agent pool members have none (network none or open); drop --allow-host or run without --pool")
-	}
-	if opts.Egress != nil {
-		return refuse("egress", "LaunchOptions.Egress replaces the egress policy, which a member's network fixes at create; leave it unset with a pool, or launch without --pool")
-	}
 	mode := cfg.Network.Mode
 	if mode == "" {
 		mode = config.NetworkAllowlist
 	}
-	switch {
-	case spec.Network != "" && spec.Network != mode:
+	if opts.Egress != nil && opts.Egress.Mode != "" {
+		mode = string(opts.Egress.Mode)
+	}
+	if spec.Network != "" && spec.Network != mode {
 		return refuse("network.mode", fmt.Sprintf("its members have network %s, and this launch asks for network.mode %q; a claim would change the sandbox's egress, so pass --network %s to take the pool's, use a pool made with --network %s, or run without --pool", spec.Network, mode, spec.Network, mode))
-	case mode == config.NetworkAllowlist:
-		return refuse("network.mode", "network.mode is \"allowlist\", whose egress proxy and internal network belong to one sandbox name, and agent pool members have neither; pass --network none or --network open to match a pool made with that network, or run without --pool")
 	}
 	if len(cfg.Secrets) > 0 {
-		return refuse(config.SecretsKey, "[[secrets]] live in the allowlist egress proxy's credential vault, which pool members do not have; remove them for pooled sandboxes or run without --pool")
+		return refuse(config.SecretsKey, "[[secrets]] live in a credential vault that the sandbox's egress proxy is started with and whose CA the sandbox trusts from its creation, which a member made ahead cannot take; remove them for pooled sandboxes or run without --pool")
 	}
-	if opts.TokenSource != nil && opts.Repo != "" {
-		return refuse("github.app_id", "a GitHub App token for --repo goes into a token directory mounted when the sandbox is made, and pool members have none; clone without the App (a repository the clone origin serves without a token), or run without --pool")
+	if codex, err := prepareCodexVault(opts, egress.Mode(mode)); err != nil {
+		return err
+	} else if codex != nil {
+		return refuse(codexVaultKey, "the Codex API key would go into a credential vault, which a member made ahead cannot take (its proxy and CA are made with the sandbox); set "+codexVaultKey+" = false or run without --pool")
 	}
 	return nil
 }
@@ -322,7 +358,7 @@ func (e *MemberMismatchError) Error() string {
 			}
 		}
 	}
-	return fmt.Sprintf("pool %s: member %s was made with other settings than this launch would use (%s); a claim must give exactly the sandbox a cold launch gives, so make this launch's configuration (image, [sandbox], network.mode) agree with the one podbot pool serve and podbot pool create use, or run without --pool",
+	return fmt.Sprintf("pool %s: member %s was made with other settings than this launch would use (%s); a claim must give exactly the sandbox a cold launch gives, so make this launch's configuration (image, [sandbox], network.mode, network.upstream_ca, [github] app) agree with the one podbot pool serve and podbot pool create use, or run without --pool",
 		e.Pool, e.Member, strings.Join(parts, "; "))
 }
 
@@ -348,4 +384,90 @@ func short(v any) string {
 		return "?"
 	}
 	return truncateText(string(b), 160)
+}
+
+// policyLoadTimeout bounds how long a claim waits for a member's proxy to
+// confirm the claimer's policy (it polls its file every 500 ms).
+const policyLoadTimeout = 15 * time.Second
+
+// applyClaimedEgress writes plan's egress policy into the policy file of
+// claimed allowlist member id and waits until its proxy confirms that
+// policy is in force (egressnet.ApplyPolicy). It points plan at the
+// member's network and proxy, as prepareEgress does for a cold launch,
+// and returns the member's egress plumbing (named after the member).
+func applyClaimedEgress(ctx context.Context, conn *engine.Conn, id string, plan *launchplan.Plan) (*egressSetup, error) {
+	in, err := conn.Inspect(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	var labels map[string]string
+	if in.Config != nil {
+		labels = in.Config.Labels
+	}
+	if labels[egressnet.LabelMode] != string(egress.ModeAllowlist) {
+		return nil, &errdefs.ContainerError{Op: "claim pool member", Container: egressName(in), Reason: errdefs.ErrConflict,
+			Msg: "the member has no allowlist egress proxy, and this launch asks for network.mode allowlist"}
+	}
+	es, err := claimedEgress(labels)
+	if err != nil {
+		return nil, err
+	}
+	poke := func(ctx context.Context) error {
+		// SIGHUP makes the proxy look at its policy file at once rather
+		// than at its next poll; without it the poll still comes.
+		return conn.API().ContainerKill(ctx, egressnet.ProxyName(es.name), "HUP")
+	}
+	if err := egressnet.ApplyPolicy(ctx, es.dirs, &plan.Egress.Policy, policyLoadTimeout, poke); err != nil {
+		return es, err
+	}
+	plan.Network = egressnet.NetworkName(es.name)
+	for _, k := range []string{LabelEgressDir, egressnet.LabelName, egressnet.LabelProxyAddr} {
+		plan.Labels[k] = labels[k]
+	}
+	return es, nil
+}
+
+// claimToken mints the claimer's GitHub installation token, limited to
+// opts.Repo, into claimed member m's token directory (named after the
+// member, LabelTokenDir), with the clone origin next to it, records that
+// scope beside the directory for podbot start and podbot token-daemon
+// (tokenTarget), gives the agent git's askpass program, and keeps the
+// token fresh until Close.
+func (sb *Sandbox) claimToken(ctx context.Context, opts LaunchOptions, m pool.Member, plan *launchplan.Plan, logger *slog.Logger) error {
+	in, err := sb.conn.Inspect(ctx, m.ID, false)
+	if err != nil {
+		return err
+	}
+	var labels map[string]string
+	if in.Config != nil {
+		labels = in.Config.Labels
+	}
+	dirName := labels[LabelTokenDir]
+	if dirName == "" || dirName != m.Name {
+		return &errdefs.ContainerError{Op: "claim pool member", Container: m.Name, Reason: errdefs.ErrInvalidValue,
+			Msg: "the member does not record its token directory (label " + LabelTokenDir + "); remove and refill the pool"}
+	}
+	origin, err := tokenOrigin(opts)
+	if err != nil {
+		return err
+	}
+	scope, err := tokenScopePath(opts.RuntimeDir, dirName)
+	if err != nil {
+		return err
+	}
+	if err := writeTokenScope(opts.RuntimeDir, dirName, tokenScope{Repo: opts.Repo, Origin: origin.String()}); err != nil {
+		return err
+	}
+	sb.tokenScope = scope
+	if err := sb.prepareToken(ctx, opts, plan.Name, dirName, origin, nil, "", logger); err != nil {
+		return err
+	}
+	if err := plan.Apply(
+		launchplan.WithGitHubScope(opts.Repo, origin.String()),
+		launchplan.WithAgentEnv("GIT_ASKPASS="+SidecarTarget),
+	); err != nil {
+		return err
+	}
+	sb.runToken(logger)
+	return nil
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
@@ -47,17 +50,33 @@ func TestCheckPoolLaunchRefuses(t *testing.T) {
 		opts LaunchOptions
 		key  string
 	}{
-		"tools pool":      {pool.Spec{Name: "t", Kind: pool.KindTools, Size: 1}, ok, "pool"},
-		"--workspace":     {spec, LaunchOptions{Config: poolLaunchConfig(), HostPath: "/src/app"}, "workspace.host_path"},
-		"host_mount":      {spec, withCfg(func(c *config.Config) { c.Workspace.Source, c.Workspace.HostPath = config.SourceHostMount, "/src" }), "workspace.host_path"},
-		"--repo PATH":     {spec, LaunchOptions{Config: poolLaunchConfig(), LocalClone: &LocalCloneOptions{Path: "/src/app"}}, "workspace.source"},
-		"local_clone":     {spec, withCfg(func(c *config.Config) { c.Workspace.Source, c.Workspace.RepoPath = config.SourceLocalClone, "/src" }), "workspace.source"},
-		"--allow-host":    {spec, LaunchOptions{Config: poolLaunchConfig(), AllowHosts: []string{"example.com"}}, "allow-host"},
-		"egress override": {spec, LaunchOptions{Config: poolLaunchConfig(), Egress: &launchplan.Egress{}}, "egress"},
-		"other mode":      {spec, withCfg(func(c *config.Config) { c.Network.Mode = config.NetworkOpen }), "network.mode"},
-		"allowlist":       {pool.Spec{Name: "a", Kind: pool.KindAgent, Size: 1}, withCfg(func(c *config.Config) { c.Network.Mode = config.NetworkAllowlist }), "network.mode"},
-		"secrets":         {spec, withCfg(func(c *config.Config) { c.Secrets = []config.Secret{{Name: "K"}} }), config.SecretsKey},
-		"github token":    {spec, LaunchOptions{Config: poolLaunchConfig(), Repo: "acme/app", TokenSource: fakeTokenSource{}}, "github.app_id"},
+		"tools pool":       {pool.Spec{Name: "t", Kind: pool.KindTools, Size: 1}, ok, "pool"},
+		"--workspace":      {spec, LaunchOptions{Config: poolLaunchConfig(), HostPath: "/src/app"}, "workspace.host_path"},
+		"host_mount":       {spec, withCfg(func(c *config.Config) { c.Workspace.Source, c.Workspace.HostPath = config.SourceHostMount, "/src" }), "workspace.host_path"},
+		"--repo PATH":      {spec, LaunchOptions{Config: poolLaunchConfig(), LocalClone: &LocalCloneOptions{Path: "/src/app"}}, "workspace.source"},
+		"local_clone":      {spec, withCfg(func(c *config.Config) { c.Workspace.Source, c.Workspace.RepoPath = config.SourceLocalClone, "/src" }), "workspace.source"},
+		"other mode":       {spec, withCfg(func(c *config.Config) { c.Network.Mode = config.NetworkOpen }), "network.mode"},
+		"allowlist launch": {spec, withCfg(func(c *config.Config) { c.Network.Mode = config.NetworkAllowlist }), "network.mode"},
+		"egress override":  {spec, LaunchOptions{Config: poolLaunchConfig(), Egress: &launchplan.Egress{Mode: egress.ModeAllowlist}}, "network.mode"},
+		"secrets":          {spec, withCfg(func(c *config.Config) { c.Secrets = []config.Secret{{Name: "K"}} }), config.SecretsKey},
+		"allowlist secrets": {pool.Spec{Name: "a", Kind: pool.KindAgent, Size: 1}, withCfg(func(c *config.Config) {
+			c.Network.Mode = config.NetworkAllowlist
+			c.Secrets = []config.Secret{{Name: "K"}}
+		}), config.SecretsKey},
+	}
+	// An allowlist launch with its own egress rules claims from an
+	// allowlist pool (the rules are written into the member's policy).
+	allow := LaunchOptions{Config: poolLaunchConfig(), AllowHosts: []string{"example.com"}}
+	allow.Config.Network.Mode = config.NetworkAllowlist
+	for _, s := range []pool.Spec{{Name: "a", Kind: pool.KindAgent, Size: 1}, {Name: "a", Kind: pool.KindAgent, Size: 1, Network: config.NetworkAllowlist}} {
+		if err := checkPoolLaunch(s, allow); err != nil {
+			t.Errorf("an allowlist launch with --allow-host on pool network %q is refused: %v", s.Network, err)
+		}
+	}
+	// A launch that clones with a GitHub App claims too (the token is
+	// minted into the member's token directory at the claim).
+	if err := checkPoolLaunch(spec, LaunchOptions{Config: poolLaunchConfig(), Repo: "acme/app", TokenSource: fakeTokenSource{}}); err != nil {
+		t.Errorf("a launch with a GitHub App is refused: %v", err)
 	}
 	for name, c := range cases {
 		err := checkPoolLaunch(c.spec, c.opts)
@@ -88,9 +107,15 @@ func TestMemberPlanMatchesLaunchPlan(t *testing.T) {
 	for _, spec := range []pool.Spec{
 		{Name: "none", Kind: pool.KindAgent, Size: 1, Network: config.NetworkNone},
 		{Name: "open", Kind: pool.KindAgent, Size: 1, Network: config.NetworkOpen, MemoryBytes: 1 << 30, NanoCPUs: 1_500_000_000, PidsLimit: 300, ReadOnlyRootfs: &ro, Image: "localhost/other:1"},
+		{Name: "allowlist", Kind: pool.KindAgent, Size: 1, Network: config.NetworkAllowlist},
+		{Name: "default", Kind: pool.KindAgent, Size: 1}, // network.mode: allowlist
 	} {
 		cfg := poolLaunchConfig()
 		cfg.Network.Mode = spec.Network
+		if spec.Network == "" {
+			cfg.Network.Mode = config.NetworkAllowlist
+			cfg.Network.Allow = []string{"example.com"}
+		}
 		member := memberPlan(t, conn, spec, cfg)
 		for _, intent := range []launchplan.Intent{launchplan.IntentInteractive, launchplan.IntentHosting} {
 			opts := LaunchOptions{Config: cfg, Intent: intent, Repo: "acme/app", Branch: "main", SidecarPath: "x"}
@@ -118,6 +143,22 @@ func TestMemberPlanMatchesLaunchPlan(t *testing.T) {
 				t.Errorf("%s: the label does not round-trip: %q", spec.Name, member.label())
 			}
 		}
+	}
+	// A member whose proxy trusts another upstream CA is told apart.
+	aspec := pool.Spec{Name: "a", Kind: pool.KindAgent, Size: 1}
+	acfg := poolLaunchConfig()
+	acfg.Network.Mode = config.NetworkAllowlist
+	aother := acfg
+	ca, err := egress.NewCA("podbot test upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aother.Network.UpstreamCA = filepath.Join(t.TempDir(), "upstream.pem")
+	if err := os.WriteFile(aother.Network.UpstreamCA, ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := hardeningOf(planOf(t, conn, aspec, acfg)).differences(memberPlan(t, conn, aspec, aother)); !slices.Contains(d, "upstream_ca") {
+		t.Errorf("differences %v lack upstream_ca", d)
 	}
 	// A member made with other limits or privileges is told apart.
 	spec := pool.Spec{Name: "none", Kind: pool.KindAgent, Size: 1, Network: config.NetworkNone}

@@ -48,7 +48,7 @@ func Stop(ctx context.Context, conn *engine.Conn, ref string, opts StopOptions) 
 		return c, err
 	}
 	if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
-		if err := conn.Stop(ctx, egressnet.ProxyName(c.Name), timeout); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		if err := conn.Stop(ctx, egressnet.ProxyName(egressNameOf(c)), timeout); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 			return c, err
 		}
 	}
@@ -150,11 +150,11 @@ func Start(ctx context.Context, conn *engine.Conn, ref string, opts StartOptions
 // startProxy starts an allowlist sandbox's proxy again and checks that it
 // kept the address the sandbox's HTTP_PROXY names.
 func startProxy(ctx context.Context, conn *engine.Conn, c Container) error {
-	name := egressnet.ProxyName(c.Name)
+	name := egressnet.ProxyName(egressNameOf(c))
 	if err := conn.Start(ctx, name); err != nil {
 		return err
 	}
-	addr, err := proxyAddress(ctx, conn, name, egressnet.NetworkName(c.Name))
+	addr, err := proxyAddress(ctx, conn, name, egressnet.NetworkName(egressNameOf(c)))
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func relockNetwork(ctx context.Context, conn *engine.Conn, c Container) error {
 	if sidecar == "" {
 		return &errdefs.ContainerError{Op: "netlock", Container: c.Name, Reason: errdefs.ErrNotFound, Msg: "the sandbox mounts no podbot-sidecar"}
 	}
-	info, err := conn.InspectNetwork(ctx, egressnet.NetworkName(c.Name))
+	info, err := conn.InspectNetwork(ctx, egressnet.NetworkName(egressNameOf(c)))
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,11 @@ func prepareTokenDir(ctx context.Context, conn *engine.Conn, c Container, opts S
 			Msg: "the container mounts a GitHub token directory under $XDG_RUNTIME_DIR/podbot; set XDG_RUNTIME_DIR to start it"}
 	}
 	if opts.TokenSource == nil {
-		dir, err := tokendaemon.EnsureDir(opts.RuntimeDir, c.Name)
+		dirName := c.Name
+		if d := c.Labels[LabelTokenDir]; d != "" {
+			dirName = d // a claimed pool member's, named after the member
+		}
+		dir, err := tokendaemon.EnsureDir(opts.RuntimeDir, dirName)
 		return dir, false, err
 	}
 	target, err := tokenTarget(c.Name, c.Labels, opts.RuntimeDir)
@@ -212,6 +216,7 @@ func prepareTokenDir(ctx context.Context, conn *engine.Conn, c Container, opts S
 	id := c.ID
 	d, err := tokendaemon.New(tokendaemon.Options{
 		ContainerID:  c.Name,
+		DirName:      target.DirName,
 		RuntimeDir:   opts.RuntimeDir,
 		Source:       opts.TokenSource,
 		Repositories: target.Repositories,
@@ -239,6 +244,9 @@ type RemoveOptions struct {
 	// Environ is the environment host git runs with when a local_clone
 	// sandbox is checked for unfetched work.
 	Environ []string
+	// RuntimeDir is $XDG_RUNTIME_DIR: a claimed pool member's token
+	// directory and scope file there (LabelTokenDir) go with it.
+	RuntimeDir string
 }
 
 // Remove resolves ref (see ResolveContainer) and removes the container and
@@ -270,8 +278,9 @@ func Remove(ctx context.Context, conn *engine.Conn, ref string, opts RemoveOptio
 	err = removeSidecarLink(link)
 	forgetLocalClone(ctx, c, opts.Environ)
 	if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
-		err = errors.Join(err, removeEgress(ctx, conn, c.Name, c.Labels[LabelEgressDir]))
+		err = errors.Join(err, removeEgress(ctx, conn, egressNameOf(c), c.Labels[LabelEgressDir]))
 	}
+	err = errors.Join(err, removeMemberToken(opts.RuntimeDir, c.Labels))
 	return c, err
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
@@ -51,7 +53,9 @@ func claimSandbox(ctx context.Context, conn *engine.Conn, opts CreateOptions) (C
 		if err != nil {
 			return CreateResult{}, err
 		}
-		copts.Name, copts.Redactor = name, opts.Redactor
+		// A cold sandbox takes the configuration's egress policy at once
+		// (a member is made denying everything until its claim).
+		copts.Name, copts.Redactor, copts.Egress = name, opts.Redactor, nil
 		waitedFor := time.Since(t0)
 		res, err := create(ctx, conn, copts, map[string]string{launchplan.LabelPool: spec.Name})
 		if err != nil {
@@ -65,6 +69,11 @@ func claimSandbox(ctx context.Context, conn *engine.Conn, opts CreateOptions) (C
 	}
 	if err := b.rename(ctx, m, name); err != nil {
 		return CreateResult{}, err
+	}
+	if err := claimEgressForCreate(ctx, conn, m, opts); err != nil {
+		cctx, cancel := engine.CleanupContext(ctx)
+		defer cancel()
+		return CreateResult{}, errors.Join(err, b.removeContainer(cctx, m))
 	}
 	out := ClaimReport{Pool: spec.Name, Outcome: ClaimWarm, Member: m.Name, Name: name, Duration: time.Since(t0)}
 	if waited {
@@ -185,4 +194,24 @@ func truncateText(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// claimEgressForCreate puts the configuration's egress policy (presets and
+// network.allow) in force on a claimed allowlist member, which was made
+// denying everything. Other members need nothing.
+func claimEgressForCreate(ctx context.Context, conn *engine.Conn, m pool.Member, opts CreateOptions) error {
+	in, err := conn.Inspect(ctx, m.ID, false)
+	if err != nil {
+		return err
+	}
+	if in.Config == nil || in.Config.Labels[egressnet.LabelMode] != string(egress.ModeAllowlist) {
+		return nil
+	}
+	eg, err := EgressFromConfig(opts.Config, opts.Config.Agent.Kind)
+	if err != nil {
+		return err
+	}
+	plan := launchplan.Plan{Labels: map[string]string{}, Egress: eg}
+	_, err = applyClaimedEgress(ctx, conn, m.ID, &plan)
+	return err
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
@@ -85,6 +86,9 @@ type PoolOptions struct {
 	WorkspaceRoot string
 	// Environ is the host environment (as CreateOptions.Environ).
 	Environ []string
+	// RuntimeDir is $XDG_RUNTIME_DIR, where an allowlist agent member's
+	// egress directory goes (as CreateOptions.RuntimeDir).
+	RuntimeDir string
 	// Logger receives diagnostics.
 	Logger *slog.Logger
 }
@@ -199,7 +203,10 @@ func (b *PoolBackend) Create(ctx context.Context, spec pool.Spec) (pool.Member, 
 		if err != nil {
 			return pool.Member{}, err
 		}
-		copts.Name, copts.SessionID = name, sid
+		copts.Name, copts.SessionID, copts.RuntimeDir = name, sid, b.opts.RuntimeDir
+		// With a GitHub App, a member has the token directory a launch
+		// that clones with the App mounts; a claim mints into it.
+		copts.poolTokenDir = b.opts.RuntimeDir != "" && b.opts.Config.GitHub.Configured()
 		res, err := create(ctx, b.conn, copts, labels)
 		if err != nil {
 			return pool.Member{}, err
@@ -280,13 +287,24 @@ func (b *PoolBackend) Remove(ctx context.Context, m pool.Member) error {
 }
 
 // removeContainer force-removes m's container and, for a tools member, its
-// directory when that is where podbot puts it.
+// directory when that is where podbot puts it; for an allowlist agent
+// member, its egress proxy, network and directory.
 func (b *PoolBackend) removeContainer(ctx context.Context, m pool.Member) error {
+	var eg *egressSetup
+	var labels map[string]string
+	if in, err := b.conn.Inspect(ctx, m.ID, false); err == nil && in.Config != nil {
+		labels = in.Config.Labels
+		if labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
+			if eg, err = claimedEgress(labels); err != nil {
+				eg = &egressSetup{name: m.Name} // proxy and network by the member's name
+			}
+		}
+	}
 	err := b.conn.Remove(ctx, m.ID, true)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		err = nil
 	}
-	return errors.Join(err, removeMemberDir(m))
+	return errors.Join(err, removeMemberDir(m), eg.teardown(ctx, b.conn), removeMemberToken(b.opts.RuntimeDir, labels))
 }
 
 // removeMemberDir removes a tools member's directory when its label names
@@ -350,32 +368,41 @@ func applyToolsTemplate(t *config.Tools, spec pool.Spec) {
 }
 
 // createOptionsFor maps an agent pool's template to Create's options.
-// Members live without a proxy of their own (one is named after its
-// sandbox, and a claim renames the sandbox), so an agent pool needs
-// network none or open, and no [[secrets]].
+// An allowlist member gets its own egress proxy, internal network and
+// egress directory, named after the member (egressnet.LabelName keeps
+// that name through the claim's rename), with an empty policy that
+// denies everything: nothing runs in a member before its claim, and the
+// claim writes the claimer's policy (launchFromPool). [[secrets]] are
+// refused: their credential vault (and the CA the sandbox trusts) is made
+// with the sandbox.
 func createOptionsFor(spec pool.Spec, cfg config.Config, sidecar string, environ []string) (CreateOptions, error) {
 	switch spec.Network {
-	case config.NetworkNone:
-		cfg.Network.Mode = config.NetworkNone
-	case config.NetworkOpen:
-		cfg.Network.Mode = config.NetworkOpen
+	case config.NetworkNone, config.NetworkOpen, config.NetworkAllowlist:
+		cfg.Network.Mode = spec.Network
 	case "":
-		if cfg.Network.Mode == config.NetworkAllowlist || cfg.Network.Mode == "" {
-			return CreateOptions{}, &errdefs.ConfigError{Key: "pool network", Reason: errdefs.ErrUnsupported,
-				Msg: fmt.Sprintf("agent pool %s: network.mode is allowlist, whose egress proxy belongs to one sandbox name; give the pool --network none or --network open", spec.Name)}
+		if cfg.Network.Mode == "" {
+			cfg.Network.Mode = config.NetworkAllowlist
 		}
 	default:
 		return CreateOptions{}, &errdefs.ConfigError{Key: "pool network", Reason: errdefs.ErrUnsupported,
-			Msg: fmt.Sprintf("agent pool %s: network %q is not supported; use none or open", spec.Name, spec.Network)}
+			Msg: fmt.Sprintf("agent pool %s: network %q is not supported; use allowlist, none or open", spec.Name, spec.Network)}
 	}
 	if len(cfg.Secrets) > 0 {
 		return CreateOptions{}, &errdefs.ConfigError{Key: config.SecretsKey, Reason: errdefs.ErrUnsupported,
-			Msg: fmt.Sprintf("agent pool %s: [[secrets]] need the allowlist egress proxy, which pool members do not have; remove them for pooled sandboxes", spec.Name)}
+			Msg: fmt.Sprintf("agent pool %s: [[secrets]] live in a credential vault whose CA the sandbox trusts from its creation, which a member made ahead cannot take; remove them for pooled sandboxes", spec.Name)}
 	}
 	out := CreateOptions{Config: cfg, Image: spec.Image, MemoryBytes: spec.MemoryBytes, NanoCPUs: spec.NanoCPUs,
 		PidsLimit: spec.PidsLimit, ReadOnlyRootfs: spec.ReadOnlyRootfs, SidecarPath: sidecar, Environ: environ}
-	if egress.Mode(cfg.Network.Mode) == egress.ModeNone {
+	switch egress.Mode(cfg.Network.Mode) {
+	case egress.ModeNone:
 		out.Network = config.NetworkNone
+	case egress.ModeAllowlist:
+		eg, err := EgressFromConfig(cfg, cfg.Agent.Kind)
+		if err != nil {
+			return CreateOptions{}, err
+		}
+		eg.Policy = egress.Policy{} // deny-all until a claim writes the claimer's
+		out.Egress = &eg
 	}
 	return out, nil
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/egress"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/pool"
 	"github.com/podbot/podbot/sandbox"
@@ -38,8 +40,12 @@ func TestMemberNames(t *testing.T) {
 
 func TestCreateOptionsForAgentPools(t *testing.T) {
 	cfg := config.Default() // network.mode allowlist
-	if _, err := createOptionsFor(pool.Spec{Name: "a", Kind: pool.KindAgent}, cfg, "", nil); !errors.Is(err, errdefs.ErrUnsupported) {
-		t.Errorf("allowlist agent pool: %v", err)
+	cfg.Network.Allow = []string{"example.com"}
+	for _, n := range []string{"", config.NetworkAllowlist} {
+		o, err := createOptionsFor(pool.Spec{Name: "a", Kind: pool.KindAgent, Network: n}, cfg, "", nil)
+		if err != nil || o.Egress == nil || o.Egress.Mode != egress.ModeAllowlist || len(o.Egress.Policy.Rules) != 0 || len(o.Egress.Policy.Deny) != 0 {
+			t.Errorf("allowlist agent pool (network %q): a member must deny everything until its claim: %+v %v", n, o.Egress, err)
+		}
 	}
 	if _, err := createOptionsFor(pool.Spec{Name: "a", Kind: pool.KindAgent, Network: "bridge"}, cfg, "", nil); !errors.Is(err, errdefs.ErrUnsupported) {
 		t.Errorf("bridge agent pool: %v", err)
@@ -202,5 +208,39 @@ func TestPoolBackendScanAndTake(t *testing.T) {
 	}
 	if ms, _ := b.Scan(context.Background(), "evals"); len(ms) != 1 || memberID("evals", ms[0].Name) != "cccccccccccc" {
 		t.Errorf("scan after the takes = %+v", ms)
+	}
+}
+
+// TestClaimedEgressNames: a claimed member's proxy, network and egress
+// directory are found by the member name it records, never by a label
+// that could point elsewhere.
+func TestClaimedEgressNames(t *testing.T) {
+	member := "podbot-pool-a-0123456789ab"
+	c := Container{Name: "mybox", Labels: map[string]string{egressnet.LabelName: member}}
+	if got := egressNameOf(c); got != member {
+		t.Errorf("egressNameOf(claimed) = %q", got)
+	}
+	for _, bad := range []string{"", "../x", "a/b", "-x", strings.Repeat("a", 300)} {
+		c.Labels[egressnet.LabelName] = bad
+		if got := egressNameOf(c); got != "mybox" {
+			t.Errorf("egressNameOf(label %q) = %q, want the container's name", bad, got)
+		}
+	}
+	root := "/run/user/1000/podbot/egress/" + member
+	es, err := claimedEgress(map[string]string{egressnet.LabelName: member, LabelEgressDir: root})
+	if err != nil || es.name != member || es.dirs.Root != root || es.dirs.PolicyPath() != root+"/policy/policy.json" || es.dirs.LoadedPath() != root+"/log/policy.loaded" {
+		t.Fatalf("%+v %v", es, err)
+	}
+	for _, labels := range []map[string]string{
+		{LabelEgressDir: root},
+		{egressnet.LabelName: member},
+		{egressnet.LabelName: member, LabelEgressDir: "/home/u/" + member},            // not under an egress root
+		{egressnet.LabelName: member, LabelEgressDir: "/x/egress/podbot-pool-a-ffff"}, // another member's
+		{egressnet.LabelName: member, LabelEgressDir: "relative/egress/" + member},
+		{egressnet.LabelName: "../" + member, LabelEgressDir: root},
+	} {
+		if _, err := claimedEgress(labels); !errors.Is(err, errdefs.ErrInvalidValue) {
+			t.Errorf("claimedEgress(%v) = %v, want a refusal", labels, err)
+		}
 	}
 }

@@ -12,9 +12,13 @@ import (
 // LabelPoolHardening is the label an agent pool member carries with the
 // security-relevant part of the plan it was made from (image, user, init,
 // privileges, capabilities, devices, limits, network, egress mode,
-// tmpfs and mounts), as JSON. A launch claiming the member compares it with
+// the allowlist proxy's upstream CA, tmpfs and mounts), as JSON. A launch claiming the member compares it with
 // the plan a cold launch would make and refuses a member that differs.
 const LabelPoolHardening = "podbot.pool.hardening"
+
+// tokenDirSource stands for a GitHub token directory's host path in a
+// hardening record.
+const tokenDirSource = "$XDG_RUNTIME_DIR/podbot/<token directory>"
 
 // maxHardeningLabel bounds the label podbot reads back from a member.
 const maxHardeningLabel = 16 << 10
@@ -38,6 +42,7 @@ type hardening struct {
 	Resources       launchplan.Resources `json:"resources"`
 	Network         string               `json:"network"`
 	Egress          string               `json:"egress"`
+	UpstreamCA      string               `json:"upstream_ca,omitempty"`
 	Tmpfs           map[string]string    `json:"tmpfs"`
 	Mounts          []hardeningMount     `json:"mounts"`
 }
@@ -57,10 +62,16 @@ func hardeningOf(p launchplan.Plan) hardening {
 		CapDropAll: p.Security.CapDropAll, CapAdd: slices.Sorted(slices.Values(p.Security.CapAdd)),
 		LabelDisable: p.Security.LabelDisable, ReadOnlyRootfs: p.Security.ReadOnlyRootfs,
 		Devices: slices.Clone(p.Security.Devices), GPUs: slices.Sorted(slices.Values(p.Security.GPUs)),
-		Resources: p.Resources, Network: p.Network, Egress: string(p.Egress.Mode), Tmpfs: p.Tmpfs,
+		Resources: p.Resources, Network: p.Network, Egress: string(p.Egress.Mode), UpstreamCA: p.Egress.UpstreamCA, Tmpfs: p.Tmpfs,
 	}
 	for _, m := range p.Mounts {
-		h.Mounts = append(h.Mounts, hardeningMount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+		src := m.Source
+		if m.Target == launchplan.TokenMountTarget {
+			// The token directory is named after the sandbox (a member's
+			// after the member): compared by where it is mounted and how.
+			src = tokenDirSource
+		}
+		h.Mounts = append(h.Mounts, hardeningMount{Source: src, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	slices.SortFunc(h.Mounts, func(a, b hardeningMount) int { return strings.Compare(a.Target, b.Target) })
 	return h

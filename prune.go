@@ -120,8 +120,11 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 					errs = append(errs, err)
 				}
 			}
+			if err := removeMemberToken(opts.RuntimeDir, c.Labels); err != nil {
+				errs = append(errs, err)
+			}
 			if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
-				if err := removeEgress(ctx, conn, c.Name, c.Labels[LabelEgressDir]); err != nil {
+				if err := removeEgress(ctx, conn, egressNameOf(c), c.Labels[LabelEgressDir]); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -186,6 +189,9 @@ func pruneEgress(ctx context.Context, conn *engine.Conn, opts PruneOptions, res 
 		if _, err := conn.Inspect(ctx, name, false); err == nil || !errors.Is(err, errdefs.ErrNotFound) {
 			continue // the sandbox is still there (or the engine could not say)
 		}
+		if !renamedGone(ctx, conn, name) {
+			continue // a claimed pool member, renamed, keeps it
+		}
 		if !opts.DryRun {
 			if err := removeEgress(ctx, conn, name, proxyEgressDir(ctx, conn, name)); err != nil {
 				errs = append(errs, err)
@@ -240,7 +246,7 @@ func pruneEgressDirs(ctx context.Context, conn *engine.Conn, opts PruneOptions, 
 	var errs []error
 	for _, d := range dirs {
 		name := filepath.Base(d.Root)
-		if !gone(ctx, conn, name) || !gone(ctx, conn, egressnet.ProxyName(name)) {
+		if !gone(ctx, conn, name) || !gone(ctx, conn, egressnet.ProxyName(name)) || !renamedGone(ctx, conn, name) {
 			continue
 		}
 		if !opts.DryRun {
@@ -303,4 +309,13 @@ func prunePoolDirs(ctx context.Context, conn *engine.Conn, opts PruneOptions, re
 		res.PoolDirs = append(res.PoolDirs, m.Dir)
 	}
 	return errors.Join(errs...)
+}
+
+// renamedGone reports whether no container records egress name name
+// (egressnet.LabelName): a claimed pool member is renamed and keeps its
+// member name's proxy, network and directory. An engine that cannot say
+// counts as not gone.
+func renamedGone(ctx context.Context, conn *engine.Conn, name string) bool {
+	rows, err := conn.List(ctx, map[string]string{egressnet.LabelName: name}, true, false)
+	return err == nil && len(rows) == 0
 }

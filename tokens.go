@@ -146,7 +146,7 @@ func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOpti
 		return err
 	}
 	// Launch names the token directory after the container name.
-	daemon.ContainerID = c.Name
+	daemon.ContainerID, daemon.DirName = c.Name, target.DirName
 	daemon.Repositories, daemon.GitOrigin = target.Repositories, target.GitOrigin
 	daemon.Vault, daemon.Placeholder = target.Vault, target.Placeholder
 	id := c.ID
@@ -177,6 +177,9 @@ func tokenContainers(ctx context.Context, conn *engine.Conn, runtimeDir string, 
 		if r.Name == "" {
 			continue
 		}
+		if memberTokenUnclaimed(r.Name, r.Labels) {
+			continue // an unclaimed pool member: no repository, no token yet
+		}
 		t, err := tokenTarget(r.Name, r.Labels, runtimeDir)
 		if err != nil {
 			if !warned[r.Name] {
@@ -202,17 +205,30 @@ func tokenTarget(name string, labels map[string]string, runtimeDir string) (toke
 		return &errdefs.ContainerError{Op: "token daemon", Container: name, Reason: errdefs.ErrRefused, Msg: msg,
 			Hint: "launch it again with this podbot version, which labels the repository and clone origin"}
 	}
-	repo, err := workspace.ParseRepo(labels[launchplan.LabelGitHubRepo])
+	repoLabel, originLabel := labels[launchplan.LabelGitHubRepo], labels[launchplan.LabelGitHubOrigin]
+	dirName := labels[LabelTokenDir]
+	if dirName != "" && repoLabel == "" {
+		// A claimed pool member: the claim recorded the scope beside its
+		// token directory, which keeps the member's name.
+		s, err := readTokenScope(runtimeDir, dirName)
+		if err != nil {
+			return tokendaemon.Target{}, &errdefs.ContainerError{Op: "token daemon", Container: name, Reason: errdefs.ErrRefused,
+				Msg:  "the container is a pool member whose token scope (repository and clone origin, recorded at its claim) cannot be read: " + err.Error(),
+				Hint: "an unclaimed member needs no token; remove the sandbox if it was claimed by another runtime directory"}
+		}
+		repoLabel, originLabel = s.Repo, s.Origin
+	}
+	repo, err := workspace.ParseRepo(repoLabel)
 	if err != nil {
 		return tokendaemon.Target{}, refuse("the container names no repository (label " + launchplan.LabelGitHubRepo +
 			"), and podbot mints no token with the installation's full grant")
 	}
-	origin, err := gitcred.ReadOriginString(labels[launchplan.LabelGitHubOrigin])
+	origin, err := gitcred.ReadOriginString(originLabel)
 	if err != nil {
 		return tokendaemon.Target{}, refuse("the container names no clone origin (label " + launchplan.LabelGitHubOrigin +
 			"), so git in it could not tell where the token may go")
 	}
-	t := tokendaemon.Target{ID: name, Repositories: []string{repo.Name}, GitOrigin: origin}
+	t := tokendaemon.Target{ID: name, DirName: dirName, Repositories: []string{repo.Name}, GitOrigin: origin}
 	if secret, ok := labels[LabelGitHubVault]; ok {
 		dirs, err := egressnet.DirsFor(runtimeDir, name)
 		if err != nil {

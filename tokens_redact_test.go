@@ -28,7 +28,7 @@ func TestLaunchTokenIsRegisteredWithRedactor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.prepareToken(context.Background(), opts, "podbot-redact-test", origin, nil, "", slog.New(slog.DiscardHandler)); err != nil {
+	if err := sb.prepareToken(context.Background(), opts, "podbot-redact-test", "", origin, nil, "", slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(sb.token.Dir(), "ghapp_token"))

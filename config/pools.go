@@ -26,7 +26,7 @@ type PoolDecl struct {
 	Size int64
 	// Image overrides the kind's image.
 	Image string
-	// Network overrides the kind's network (agent pools: none or open).
+	// Network overrides the kind's network (agent pools: allowlist, none or open).
 	Network string
 	// Memory overrides the memory limit when positive.
 	Memory ByteSize

@@ -83,14 +83,17 @@ func removeOnCleanup(t *testing.T, e engineUnderTest, name string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		dir := ""
+		dir, egName := "", name
 		if in, err := e.API.ContainerInspect(ctx, name); err == nil && in.Config != nil {
 			dir = in.Config.Labels["podbot.egress.dir"]
+			if n := in.Config.Labels["podbot.egress.name"]; n != "" && filepath.Base(n) == n && n != ".." {
+				egName = n // a claimed pool member's, named after the member
+			}
 		}
 		_ = e.API.ContainerRemove(ctx, name, container.RemoveOptions{Force: true})
-		_ = e.API.ContainerRemove(ctx, "podbot-egress-"+name, container.RemoveOptions{Force: true})
-		_ = e.API.NetworkRemove(ctx, "podbot-net-"+name)
-		if dir != "" && filepath.Base(dir) == name && filepath.Base(filepath.Dir(dir)) == "egress" {
+		_ = e.API.ContainerRemove(ctx, "podbot-egress-"+egName, container.RemoveOptions{Force: true})
+		_ = e.API.NetworkRemove(ctx, "podbot-net-"+egName)
+		if dir != "" && filepath.Base(dir) == egName && filepath.Base(filepath.Dir(dir)) == "egress" {
 			_ = os.RemoveAll(dir)
 		}
 	})

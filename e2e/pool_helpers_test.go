@@ -187,6 +187,14 @@ func (p *poolEnv) removeAll(t *testing.T) {
 		if err := p.e.API.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !strings.Contains(err.Error(), "No such container") && !strings.Contains(strings.ToLower(err.Error()), "no such") {
 			t.Logf("cleanup %s: %v", c.Names, err)
 		}
+		// An allowlist member's proxy, network and directory, named after it.
+		if n := c.Labels["podbot.egress.name"]; strings.HasPrefix(n, "podbot-pool-"+p.name+"-") {
+			_ = p.e.API.ContainerRemove(ctx, "podbot-egress-"+n, container.RemoveOptions{Force: true})
+			_ = p.e.API.NetworkRemove(ctx, "podbot-net-"+n)
+			if dir := c.Labels["podbot.egress.dir"]; filepath.Base(dir) == n && filepath.Base(filepath.Dir(dir)) == "egress" {
+				_ = os.RemoveAll(dir)
+			}
+		}
 	}
 }
 

@@ -292,7 +292,7 @@ allowed_roots = [%q]
 		}{
 			{"host mount", []string{"run", "--pool", p.name, "--workspace", ws}, nil, []string{"--workspace", "bind mount", "without --pool"}},
 			{"local clone", []string{"run", "--pool", p.name, "--repo", ws}, nil, []string{"--repo PATH", "without --pool"}},
-			{"allow-host", []string{"run", "--pool", p.name, "--allow-host", "example.com"}, nil, []string{"--allow-host", "without --pool"}},
+			{"allow-host", []string{"run", "--pool", p.name, "--allow-host", "example.com"}, nil, []string{"--allow-host", `only network.mode = "allowlist"`}},
 			{"other network", []string{"run", "--pool", p.name, "--network", "open"}, nil, []string{"network none", `network.mode "open"`, "--network none"}},
 			{"allowlist", []string{"host", "--pool", p.name, "--agent-mode", "acp", "--network", "allowlist"}, nil, []string{"network none", `"allowlist"`}},
 			{"other settings", []string{"run", "--pool", p.name}, []string{"PODBOT_CONFIG_PATH=" + other}, []string{"member " + podbot.MemberPrefix + p.name, "resources", "PidsLimit", "run without --pool"}},
@@ -333,7 +333,7 @@ func TestPoolRunClaimedLikeCold(t *testing.T) {
 		defer cancel()
 		conn := poolConn(t, ctx, e)
 		sidecar := filepath.Join(suite.bin, "podbot-sidecar")
-		for _, network := range []string{config.NetworkNone, config.NetworkOpen} {
+		for _, network := range []string{config.NetworkNone, config.NetworkOpen, config.NetworkAllowlist} {
 			t.Run(network, func(t *testing.T) {
 				cfg := config.Default()
 				cfg.Image = sandboxImage
@@ -418,12 +418,26 @@ func securityView(t *testing.T, ctx context.Context, e engineUnderTest, name str
 	for _, k := range []string{"podbot.managed", "podbot.egress.mode", "podbot.version"} {
 		labels[k] = cf.Labels[k]
 	}
+	// An allowlist sandbox's internal network is its own, named after the
+	// sandbox (a claimed member's after the member): compared by shape.
+	networkMode := string(hc.NetworkMode)
+	if eg := cf.Labels["podbot.egress.name"]; eg != "" {
+		own := "podbot-net-" + eg
+		if networkMode == own {
+			networkMode = "podbot-net-<sandbox>"
+		}
+		for i, n := range nets {
+			if n == own {
+				nets[i] = "podbot-net-<sandbox>"
+			}
+		}
+	}
 	return map[string]string{
 		"Image": j(cf.Image), "User": j(cf.User), "Cmd": j(cf.Cmd), "Entrypoint": j(cf.Entrypoint),
 		"Privileged": j(hc.Privileged), "ReadonlyRootfs": j(hc.ReadonlyRootfs), "CapAdd": j(sortedCopy(hc.CapAdd)),
 		"CapDrop": j(sortedCopy(hc.CapDrop)), "SecurityOpt": j(sortedCopy(hc.SecurityOpt)), "Devices": j(hc.Devices),
 		"DeviceRequests": j(hc.DeviceRequests), "PidsLimit": j(hc.PidsLimit), "Memory": j(hc.Memory), "NanoCPUs": j(hc.NanoCPUs),
-		"CpusetCpus": j(hc.CpusetCpus), "NetworkMode": j(hc.NetworkMode), "Tmpfs": j(hc.Tmpfs), "Mounts": j(mounts),
+		"CpusetCpus": j(hc.CpusetCpus), "NetworkMode": j(networkMode), "Tmpfs": j(hc.Tmpfs), "Mounts": j(mounts),
 		"IpcMode": j(hc.IpcMode), "PidMode": j(hc.PidMode), "UsernsMode": j(hc.UsernsMode), "CgroupnsMode": j(hc.CgroupnsMode),
 		"Init": j(hc.Init), "Runtime": j(hc.Runtime), "ShmSize": j(hc.ShmSize), "MaskedPaths": j(hc.MaskedPaths),
 		"ReadonlyPaths": j(hc.ReadonlyPaths), "Sysctls": j(hc.Sysctls), "DNS": j(hc.DNS), "ExtraHosts": j(hc.ExtraHosts),

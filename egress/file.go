@@ -2,6 +2,8 @@ package egress
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,20 +87,35 @@ func toFileRules(rs []Rule) []fileRule {
 // another version, and any rule or pin that ParseRule or ParsePin would not
 // produce itself. Content errors match ErrBadPolicyFile.
 func ReadPolicyFile(path string) (*Policy, error) {
+	p, _, err := ReadPolicyFileDigest(path)
+	return p, err
+}
+
+// ReadPolicyFileDigest is ReadPolicyFile that also returns PolicyDigest of
+// the bytes it parsed.
+func ReadPolicyFileDigest(path string) (*Policy, string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &errdefs.FilesystemError{Op: "read egress policy", Path: path, Err: err}
+		return nil, "", &errdefs.FilesystemError{Op: "read egress policy", Path: path, Err: err}
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyFileBytes+1))
 	if err != nil {
-		return nil, &errdefs.FilesystemError{Op: "read egress policy", Path: path, Err: err}
+		return nil, "", &errdefs.FilesystemError{Op: "read egress policy", Path: path, Err: err}
 	}
 	p, err := ParsePolicy(data)
 	if err != nil {
-		return nil, &errdefs.FilesystemError{Op: "read egress policy", Path: path, Err: err}
+		return nil, "", &errdefs.FilesystemError{Op: "read egress policy", Path: path, Err: err}
 	}
-	return p, nil
+	return p, PolicyDigest(data), nil
+}
+
+// PolicyDigest identifies the content of a policy file: the hex SHA-256 of
+// its bytes. The proxy records the digest of the policy it loaded (its
+// --loaded file) so that podbot can tell when a policy it wrote is in force.
+func PolicyDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // ParsePolicy parses the content of a policy file, as ReadPolicyFile does.

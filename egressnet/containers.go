@@ -47,7 +47,8 @@ func (s ProxySpec) ProxyCommand() []string {
 	cmd := []string{s.SidecarTarget, "egress",
 		"--listen", "0.0.0.0:" + strconv.Itoa(ProxyPort),
 		"--policy", PolicyDirTarget + "/" + PolicyFile,
-		"--log", LogDirTarget + "/" + LogFile}
+		"--log", LogDirTarget + "/" + LogFile,
+		"--loaded", LogDirTarget + "/" + LoadedFile}
 	if s.UpstreamCA != "" {
 		cmd = append(cmd, "--upstream-ca", UpstreamCATarget)
 	}

@@ -41,6 +41,14 @@ const (
 	LogDirTarget = "/var/log/podbot-egress"
 	// LogFile is the decision log's name in the log directory.
 	LogFile = "decisions.jsonl"
+	// LoadedFile, in the log directory, is where the proxy records the
+	// digest of the policy in force (egress.PolicyDigest), after each load.
+	LoadedFile = "policy.loaded"
+	// LabelName, on an allowlist sandbox, is the name its proxy, internal
+	// network and egress directory are named after when that is not the
+	// container's own name: a pool member keeps its member name's egress
+	// plumbing when a claim renames it.
+	LabelName = "podbot.egress.name"
 	// ProxyUser is the proxy container's user (nobody).
 	ProxyUser = 65534
 	// VaultDirTarget is where the vault directory appears in the proxy
@@ -94,6 +102,15 @@ func (d Dirs) VaultPath(name string) string { return filepath.Join(d.Vault, name
 
 // PolicyPath is the policy file's host path.
 func (d Dirs) PolicyPath() string { return filepath.Join(d.Policy, PolicyFile) }
+
+// LoadedPath is the host path of the proxy's LoadedFile.
+func (d Dirs) LoadedPath() string { return filepath.Join(d.Log, LoadedFile) }
+
+// DirsAt returns the directories under an egress directory root (a
+// sandbox's LabelEgressDir).
+func DirsAt(root string) Dirs {
+	return dirsAt(filepath.Dir(root), filepath.Base(root))
+}
 
 // LogPath is the decision log's host path.
 func (d Dirs) LogPath() string { return filepath.Join(d.Log, LogFile) }

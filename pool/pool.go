@@ -35,7 +35,7 @@ type Spec struct {
 	// Image overrides the kind's image (tools.image or image).
 	Image string `json:"image,omitempty" koanf:"image"`
 	// Network overrides the kind's network (tools.network or
-	// sandbox.network); agent pools support none and open only.
+	// network.mode); agent pools take allowlist, none or open.
 	Network string `json:"network,omitempty" koanf:"network"`
 	// MemoryBytes overrides the memory limit when positive.
 	MemoryBytes int64 `json:"memory_bytes,omitempty" koanf:"-"`

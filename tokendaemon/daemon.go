@@ -33,6 +33,10 @@ type Options struct {
 	// ContainerID names the container (id or name); it becomes the
 	// directory name.
 	ContainerID string
+	// DirName, when set, names the token directory instead of
+	// ContainerID: a claimed pool member's directory keeps the member's
+	// name (the claim renames the container).
+	DirName string
 	// RuntimeDir is $XDG_RUNTIME_DIR; the caller reads the environment.
 	RuntimeDir string
 	// Source mints tokens.
@@ -103,7 +107,11 @@ type Daemon struct {
 
 // New checks opts and returns a daemon; nothing is created on disk yet.
 func New(opts Options) (*Daemon, error) {
-	dir, err := TokenDir(opts.RuntimeDir, opts.ContainerID)
+	dirName := opts.DirName
+	if dirName == "" {
+		dirName = opts.ContainerID
+	}
+	dir, err := TokenDir(opts.RuntimeDir, dirName)
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,11 @@ const DefaultListInterval = 30 * time.Second
 
 // Target is one container that needs tokens, with what its tokens are for.
 type Target struct {
-	// ID is the container id or name; it names the token directory.
+	// ID is the container id or name; it names the token directory
+	// unless DirName does.
 	ID string
+	// DirName, when set, names the token directory (Options.DirName).
+	DirName string
 	// Repositories limit the container's tokens (Options.Repositories).
 	Repositories []string
 	// GitOrigin is where git in the container may send them
@@ -121,7 +124,7 @@ func (m *Manager) start(ctx context.Context, wg *sync.WaitGroup, target Target, 
 		return
 	}
 	opts := m.opts.Daemon
-	opts.ContainerID = id
+	opts.ContainerID, opts.DirName = id, target.DirName
 	opts.Repositories = slices.Clone(target.Repositories)
 	opts.GitOrigin = target.GitOrigin
 	opts.Vault, opts.Placeholder = target.Vault, target.Placeholder

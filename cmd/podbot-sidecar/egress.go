@@ -9,6 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/podbot/podbot/egress"
@@ -26,6 +29,9 @@ type egressOptions struct {
 	policy     string
 	log        string
 	upstreamCA string
+	// loaded, when set, is the file the proxy writes the digest of each
+	// policy it puts in force to (egress.PolicyDigest).
+	loaded string
 	// secrets, caCert and caKey enable the credential vault; all three or
 	// none.
 	secrets, caCert, caKey string
@@ -40,6 +46,7 @@ func parseEgress(args []string, stderr io.Writer) (egressOptions, error) {
 	fs.StringVar(&opts.listen, "listen", "", "address to serve the proxy on, such as 0.0.0.0:3128")
 	fs.StringVar(&opts.policy, "policy", "", "policy file (JSON, written by podbot); re-read when it changes")
 	fs.StringVar(&opts.log, "log", "", "decision log (JSONL), appended to")
+	fs.StringVar(&opts.loaded, "loaded", "", "file to write the digest of the policy in force to, after each load")
 	fs.StringVar(&opts.upstreamCA, "upstream-ca", "", "PEM file of CA certificates trusted upstream besides the system roots")
 	fs.StringVar(&opts.secrets, "secrets", "", "vault secrets file (JSON, mode 0600, written by podbot); re-read when it changes")
 	fs.StringVar(&opts.caCert, "ca-cert", "", "PEM certificate of the sandbox CA that intercepts the secrets' hosts")
@@ -70,7 +77,7 @@ func parseEgress(args []string, stderr io.Writer) (egressOptions, error) {
 // in force is kept.
 func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	pol, err := egress.ReadPolicyFile(opts.policy)
+	pol, digest, err := egress.ReadPolicyFileDigest(opts.policy)
 	if err != nil {
 		return err
 	}
@@ -114,9 +121,15 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 		return err
 	}
 	logger.Info("egress proxy listening", "addr", ln.Addr().String(), "rules", len(pol.Rules), "secrets", len(secrets))
+	markLoaded(opts.loaded, digest, logger)
 	if opts.ready != nil {
 		opts.ready(ln.Addr())
 	}
+	// SIGHUP asks for a look at the files now rather than at the next
+	// poll: podbot sends it after writing a claimed pool member's policy.
+	poke := make(chan os.Signal, 1)
+	signal.Notify(poke, syscall.SIGHUP)
+	defer signal.Stop(poke)
 	stopped := make(chan struct{})
 	if opts.secrets != "" {
 		secretsDone := make(chan struct{})
@@ -125,7 +138,7 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 	}
 	go func() {
 		defer close(stopped)
-		watchPolicy(ctx, opts.policy, fi, p, logger)
+		watchPolicy(ctx, opts.policy, opts.loaded, fi, p, poke, logger)
 		p.Close()
 	}()
 	err = p.Serve(ln)
@@ -137,7 +150,8 @@ func runEgress(ctx context.Context, opts egressOptions, stderr io.Writer) error 
 // size, modification time or identity changes. A file that is unreadable or
 // that reload refuses is reported by its error alone (never its content)
 // and what is in force is kept; what names the file in those lines.
-func watchFile(ctx context.Context, path string, last os.FileInfo, what string, reload func() (string, error), logger *slog.Logger) {
+// A value on poke (nil: none) makes it look at once.
+func watchFile(ctx context.Context, path string, last os.FileInfo, what string, reload func() (string, error), poke <-chan os.Signal, logger *slog.Logger) {
 	t := time.NewTicker(policyPollInterval)
 	defer t.Stop()
 	for {
@@ -145,6 +159,7 @@ func watchFile(ctx context.Context, path string, last os.FileInfo, what string, 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-poke:
 		}
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -165,15 +180,17 @@ func watchFile(ctx context.Context, path string, last os.FileInfo, what string, 
 }
 
 // watchPolicy reloads the proxy's policy from path whenever it changes.
-func watchPolicy(ctx context.Context, path string, last os.FileInfo, p *egress.Proxy, logger *slog.Logger) {
+// After each load it records the policy's digest in loaded (if set).
+func watchPolicy(ctx context.Context, path, loaded string, last os.FileInfo, p *egress.Proxy, poke <-chan os.Signal, logger *slog.Logger) {
 	watchFile(ctx, path, last, "policy", func() (string, error) {
-		pol, err := egress.ReadPolicyFile(path)
+		pol, digest, err := egress.ReadPolicyFileDigest(path)
 		if err != nil {
 			return "", err
 		}
 		p.SetPolicy(pol)
+		markLoaded(loaded, digest, logger)
 		return fmt.Sprintf("%d rules, %d denies", len(pol.Rules), len(pol.Deny)), nil
-	}, logger)
+	}, poke, logger)
 }
 
 // watchSecrets gives the proxy the vault's secrets from path whenever the
@@ -188,7 +205,7 @@ func watchSecrets(ctx context.Context, path string, last os.FileInfo, p *egress.
 			return "", err
 		}
 		return fmt.Sprintf("%d secrets", len(ss)), nil
-	}, logger)
+	}, nil, logger)
 }
 
 // loadCA reads the sandbox CA: its certificate, and its key from a file
@@ -263,4 +280,33 @@ func loadRoots(path string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("--upstream-ca %s holds no PEM certificate", path)
 	}
 	return roots, nil
+}
+
+// markLoaded writes digest, the policy now in force, to path (when set):
+// a temporary file in the same directory renamed over it, so a reader sees
+// one whole digest. A failure is logged; the policy stays in force.
+func markLoaded(path, digest string, logger *slog.Logger) {
+	if path == "" {
+		return
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err == nil {
+		tmp := f.Name()
+		_, err = f.WriteString(digest + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Chmod(tmp, 0o644)
+		}
+		if err == nil {
+			err = os.Rename(tmp, path)
+		}
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}
+	if err != nil {
+		logger.Error("cannot record the policy in force", "err", err)
+	}
 }

@@ -190,7 +190,7 @@ fetch or podbot apply.`,
 				return rmOnKubernetes(cmd.Context(), f, opts)
 			}
 			return forEachContainer(cmd.Context(), f, opts.refs, func(ctx context.Context, conn *engine.Conn, ref string) (podbot.Container, error) {
-				return podbot.Remove(ctx, conn, ref, podbot.RemoveOptions{Force: opts.force, Any: opts.any, Environ: f.environ})
+				return podbot.Remove(ctx, conn, ref, podbot.RemoveOptions{Force: opts.force, Any: opts.any, Environ: f.environ, RuntimeDir: f.getenv("XDG_RUNTIME_DIR")})
 			})
 		},
 	}

@@ -242,7 +242,7 @@ func (f *factory) poolBackend(ctx context.Context) (pool.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return podbot.NewPoolBackend(conn, podbot.PoolOptions{Config: loaded.Config, SidecarPath: sidecar, WorkspaceRoot: root,
+	return podbot.NewPoolBackend(conn, podbot.PoolOptions{Config: loaded.Config, SidecarPath: sidecar, WorkspaceRoot: root, RuntimeDir: f.getenv("XDG_RUNTIME_DIR"),
 		Environ: f.environ, Logger: f.logger}), nil
 }
 
@@ -284,9 +284,10 @@ func newPoolCreateCmd(f *factory) *cobra.Command {
 		Long: `Declare pool NAME (kept in the pool state directory, pool.state_dir) and
 create its members now, so claims work at once even with no podbot pool serve
 running. Template flags override the [tools] section (kind tools) or the
-[sandbox] section (kind agent); the global --image picks the image. Agent
-pools need --network none or open (an allowlist proxy belongs to one
-sandbox name).`,
+[sandbox] section (kind agent); the global --image picks the image. An agent
+pool's members take network.mode unless --network (allowlist, none or open)
+says otherwise; an allowlist member runs its own egress proxy, denying
+everything until a claim writes the claimer's policy.`,
 		Example: `  podbot pool create evals --size 4
   podbot pool create scratch --kind agent --size 2 --network none --memory 1g
   podbot tools call read_file --pool evals --args '{"path":"."}'`,
@@ -306,7 +307,7 @@ sandbox name).`,
 	fl := cmd.Flags()
 	fl.IntVar(&opts.size, "size", 0, "number of ready members to keep (0 to 64)")
 	fl.StringVar(&opts.kind, "kind", pool.KindTools, "member kind: tools (tool sessions) or agent (podbot create sandboxes)")
-	fl.StringVar(&opts.network, "network", "", "member network: none, open (agent), or bridge/a network name (tools)")
+	fl.StringVar(&opts.network, "network", "", "member network: allowlist, none, open (agent), or bridge/a network name (tools)")
 	fl.StringVar(&opts.memory, "memory", "", "memory limit `SIZE`, e.g. 512m")
 	fl.Float64Var(&opts.cpus, "cpus", 0, "CPU limit in `CPUS`")
 	fl.Int64Var(&opts.pidsLimit, "pids-limit", 0, "process limit `N`")
