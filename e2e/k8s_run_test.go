@@ -27,16 +27,19 @@ import (
 // k8sStubAgent is the engine's stubAgent, run in a Pod: it writes its
 // report under $HOME (a Pod has no host-mount workspace), prints it and
 // its environment, shows what the launch put in (the credential file, the
-// git identity, a read-only Secret mount), then waits for a line and
-// prints the terminal's size again before it exits 7.
+// git identity, a read-only Secret mount), then prints the terminal's size
+// after each line it reads until it sees the resized 40x100, and exits 7.
 var k8sStubAgent = strings.Replace(strings.ReplaceAll(stubAgent, "/workspace/", "$HOME/"), "exit 7\n", `cat "$HOME/report.txt"
 sed 's/^/ENV:/' "$HOME/env.txt"
 echo "claude=$(cat "$HOME/.claude/settings.json")"
 echo "gitname=$(git config --global user.name)"
 if touch `+kube.SecretMountPath+`/x 2>/dev/null; then echo secret-ro=no; else echo secret-ro=yes; fi
 echo "waiting-$((20+6))-for-input"
-read line
-echo "size2=$(stty size)"
+while read line; do
+	size=$(stty size)
+	echo "size2=$size"
+	[ "$size" = "40 100" ] && break
+done
 exit 7
 `, 1)
 
@@ -165,7 +168,12 @@ func TestK8sRunStubAgentOnTerminal(t *testing.T) {
 	if err := pty.Setsize(p.ptmx, &pty.Winsize{Rows: 40, Cols: 100}); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = p.ptmx.Write([]byte("go\r"))
+	// The resize travels apart from the input; a line is sent until the
+	// agent reports the new size.
+	for i := 0; i < 100 && !strings.Contains(p.out.String(), "size2=40 100"); i++ {
+		_, _ = p.ptmx.Write([]byte("go\r"))
+		time.Sleep(100 * time.Millisecond)
+	}
 	code := p.wait(t, time.Minute)
 	out := strings.ReplaceAll(p.out.String(), "\r", "")
 	if code != 7 {
