@@ -39,6 +39,9 @@ const (
 	MaxUpstreamCABytes = 512 << 10
 )
 
+// EgressContainerName is the proxy's container in its Pod.
+const EgressContainerName = "egress"
+
 // Keys of the proxy's ConfigMap and where it is mounted.
 const (
 	egressPolicyKey     = egressnet.PolicyFile
@@ -134,7 +137,7 @@ func BuildEgressPod(sandbox, image string, upstreamCA bool, opts Options) (*core
 	}
 	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	proxy := &pod.Spec.Containers[0]
-	proxy.Name = "egress"
+	proxy.Name = EgressContainerName
 	proxy.WorkingDir = "/"
 	proxy.Ports = []corev1.ContainerPort{{Name: "proxy", ContainerPort: egressnet.ProxyPort, Protocol: corev1.ProtocolTCP}}
 	// No workspace: the proxy writes its log and nothing else.
