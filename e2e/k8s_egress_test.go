@@ -293,3 +293,29 @@ func TestK8sEgressInterruptLeavesNothing(t *testing.T) {
 	c.nothingLeft(t, ctx, ns)
 	c.egressObjectsLeft(t, ctx, ns)
 }
+
+// TestK8sEgressRun: podbot run --rm with network.mode = "allowlist" on the
+// cluster: the agent, in its Pod, reaches an allowed host through its proxy
+// Pod (HTTP_PROXY from the Pod's environment) and is refused a denied one;
+// when it exits, the sandbox, its proxy and their objects are gone.
+func TestK8sEgressRun(t *testing.T) {
+	c := k8sCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := c.k8sNamespace(t, ctx)
+	addr, port, tlsPort := k8sEgressServers(t)
+	pb := c.podbot(ns)
+	script := fmt.Sprintf("python3 -c '%s' https://allowed.test:%d/ http://denied.test:%d/", fetchScript, tlsPort, port)
+	pb.config = k8sRunConfig(script) + k8sEgressConfig(addr, port, tlsPort)
+	pb.env = []string{"HOME=" + k8sHome(t, "{}"), "STUB_ALLOWED=x", "PODBOT_NETWORK_MODE=allowlist", "PODBOT_SIDECAR_PATH=" + sidecarBin(t)}
+	r := pb.run(t, ctx, nil, "run", "--rm")
+	t.Logf("the agent through its proxy:\n%s", r.Stdout)
+	if r.Code != 0 || !strings.Contains(r.Stdout, " 200 outside allowed.test") || !strings.Contains(r.Stdout, "denied.test") ||
+		!strings.Contains(r.Stdout, " refused HTTPError HTTP Error 403") {
+		t.Fatalf("want allowed.test reached and denied.test refused (403 by the proxy); exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
+	c.waitGone(t, ctx, ns)
+	c.nothingLeft(t, ctx, ns)
+	c.egressObjectsLeft(t, ctx, ns)
+	c.noSecrets(t, ctx, ns)
+}
