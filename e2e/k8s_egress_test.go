@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/kube"
@@ -78,14 +79,16 @@ func (c k8sTestCluster) egressObjectsLeft(t *testing.T, ctx context.Context, ns 
 // ConfigMap and two NetworkPolicies, checked field by field and owned by
 // the sandbox Pod; from the sandbox an allowed host answers over HTTP and
 // HTTPS (CONNECT) through the proxy, a denied one is refused and the
-// refusal is in the proxy's decision log; podbot rm -f leaves nothing.
+// refusal is in the proxy's decision log (podbot network log); podbot
+// network allow reaches the running proxy through the ConfigMap without a
+// restart; podbot rm -f leaves nothing.
 //
 // The test cluster's bridge CNI does not enforce NetworkPolicy, so this
 // does not prove that the sandbox cannot go around the proxy: the
 // policies are checked as objects only.
 func TestK8sEgressAllowlist(t *testing.T) {
 	c := k8sCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ns := c.k8sNamespace(t, ctx)
 	addr, port, tlsPort := k8sEgressServers(t)
@@ -218,28 +221,49 @@ func TestK8sEgressAllowlist(t *testing.T) {
 	// its bridge CNI does not enforce NetworkPolicy. Only the proxy's
 	// decisions are checked.
 
-	// The refusal is in the proxy's decision log.
-	kc, err := kube.Connect(kube.Options{Kubeconfig: pb.kubeconfig, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
+	// The refusal is in the proxy's decision log, read by podbot network log.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		log.Reset()
-		code, err := kc.Exec(ctx, proxyName, kube.ExecOptions{Container: kube.EgressContainerName,
-			Cmd: []string{"cat", egressnet.LogDirTarget + "/" + egressnet.LogFile}, Stdout: &log, Stderr: os.Stderr})
-		if err != nil || code != 0 {
-			t.Fatalf("read the decision log: %d %v", code, err)
-		}
-		if strings.Contains(log.String(), `"host":"denied.test"`) && strings.Contains(log.String(), `"decision":"deny"`) &&
-			strings.Contains(log.String(), `"host":"allowed.test"`) {
+		r := pb.run(t, ctx, nil, "network", "log", "--json", name)
+		if r.Code == 0 && strings.Contains(r.Stdout, `"host":"denied.test"`) && strings.Contains(r.Stdout, `"decision":"deny"`) &&
+			strings.Contains(r.Stdout, `"host":"allowed.test"`) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the decision log lacks allowed.test and the refusal of denied.test:\n%s", log.String())
+			t.Fatalf("the decision log lacks allowed.test and the refusal of denied.test: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if r := pb.run(t, ctx, nil, "network", "show", "--json", name); r.Code != 0 || !strings.Contains(r.Stdout, `"allowed.test"`) ||
+		!strings.Contains(r.Stdout, proxy.Status.PodIP) {
+		t.Errorf("network show: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	// A live allow reaches the running proxy through the ConfigMap (the
+	// kubelet's sync, about a minute), without a restart of either Pod.
+	started := time.Now()
+	if r := pb.run(t, ctx, nil, "network", "allow", name, fmt.Sprintf("denied.test:%d", port)); r.Code != 0 {
+		t.Fatalf("network allow: exit %d: %s", r.Code, r.Stderr)
+	}
+	for {
+		r := pb.run(t, ctx, nil, "exec", name, "--", "python3", "-c", fetchScript, denied)
+		if strings.Contains(r.Stdout, " 200 outside denied.test") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("network allow did not reach the proxy after %s:\n%s", time.Since(started).Round(time.Second), r.Stdout)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Logf("network allow took effect after %s", time.Since(started).Round(time.Second))
+	for _, n := range []string{name, proxyName} {
+		p, err := c.client.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc := p.Status.ContainerStatuses[0].RestartCount; rc != 0 || p.UID != map[string]types.UID{name: sb.UID, proxyName: proxy.UID}[n] {
+			t.Errorf("Pod %s restarted (%d) or replaced", n, rc)
+		}
 	}
 
 	if r := pb.run(t, ctx, nil, "rm", "-f", name); r.Code != 0 {

@@ -57,3 +57,7 @@ func logsOnKubernetes(context.Context, *factory, *logsOptions) error {
 func openKubeToolSession(context.Context, *factory, podbot.ToolSessionOptions) (podbot.ToolSession, error) {
 	return nil, errNoKubeBackend("tools")
 }
+
+func networkOnKubernetes(context.Context, *factory, string, *networkOptions) error {
+	return errNoKubeBackend("network")
+}
