@@ -18,10 +18,12 @@ import (
 // request, normalized into the same plan, run as a hardened Pod with a
 // NetworkPolicy of its own (see package kube). The sandbox's main process
 // is opts.Command, or launchplan.DefaultInitCommand: the podbot-sidecar
-// binary is on the host and a Pod gets no host path. What the backend
-// cannot honour (the privileged profile, network.mode = "allowlist",
-// [[secrets]], host mounts, local_clone workspaces) is refused with an *errdefs.ConfigError. An
-// interrupted or failed Create leaves no Pod or NetworkPolicy behind.
+// binary is on the host and a Pod gets no host path. network.mode =
+// "allowlist" runs the sandbox's egress proxy in a Pod of its own, from
+// opts.SidecarPath (see package kube). What the backend cannot honour (the
+// privileged profile, [[secrets]], host mounts, local_clone workspaces) is
+// refused with an *errdefs.ConfigError. An interrupted or failed Create
+// leaves no Pod, NetworkPolicy or proxy behind.
 // With opts.Pool it claims a ready Pod of that pool instead (see
 // NewKubePoolBackend).
 //
@@ -39,6 +41,7 @@ func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions
 		return CreateResult{}, &errdefs.ConfigError{Key: "workspace.source", Reason: errdefs.ErrUnsupported,
 			Msg: "a local_clone workspace (--repo PATH) is copied in through the engine's copy API, which the kubernetes backend does not have yet; use --backend engine for it"}
 	}
+	sidecarPath := opts.SidecarPath
 	opts.SidecarPath = ""
 	req, err := CreateRequest(engine.Endpoint{}, opts)
 	if err != nil {
@@ -46,6 +49,12 @@ func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions
 	}
 	plan, err := launchplan.Normalize(req)
 	if err != nil {
+		return CreateResult{}, err
+	}
+	if err := kube.Supported(plan); err != nil {
+		return CreateResult{}, err
+	}
+	if kc, err = kubeEgressClient(kc, plan, sidecarPath); err != nil {
 		return CreateResult{}, err
 	}
 	sb, err := kc.Create(ctx, plan)

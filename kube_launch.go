@@ -37,8 +37,9 @@ import (
 // Secret. What the backend cannot do is refused before anything is made
 // (see CreateOnKubernetes).
 func RunOnKubernetes(ctx context.Context, kc *kube.Client, opts RunOptions) (RunResult, error) {
-	opts.Launch.SidecarPath = ""
-	return run(ctx, newKubeBackend(kc), nil, opts)
+	be := newKubeBackend(kc)
+	be.sidecarPath, opts.Launch.SidecarPath = opts.Launch.SidecarPath, ""
+	return run(ctx, be, nil, opts)
 }
 
 // HostOnKubernetes is Host on the kubernetes backend: the agent's server
@@ -46,8 +47,9 @@ func RunOnKubernetes(ctx context.Context, kc *kube.Client, opts RunOptions) (Run
 // stream is bridged through the same ACP or Codex app-server policy.
 // The Pod, its NetworkPolicy and its Secret are deleted when it returns.
 func HostOnKubernetes(ctx context.Context, kc *kube.Client, opts HostOptions) (int, error) {
-	opts.Launch.SidecarPath = ""
-	return host(ctx, newKubeBackend(kc), nil, opts)
+	be := newKubeBackend(kc)
+	be.sidecarPath, opts.Launch.SidecarPath = opts.Launch.SidecarPath, ""
+	return host(ctx, be, nil, opts)
 }
 
 // kubeBackend is the launch backend of a Pod on a cluster.
@@ -61,6 +63,9 @@ type kubeBackend struct {
 	podOpts []kube.PodOption
 	// secretEnv are the agent's variables in the Pod's Secret.
 	secretEnv map[string]string
+	// sidecarPath is the host's podbot-sidecar, which an allowlist
+	// sandbox's egress proxy runs from (kube_egress.go).
+	sidecarPath string
 }
 
 func newKubeBackend(kc *kube.Client) *kubeBackend { return &kubeBackend{kc: kc} }
@@ -91,6 +96,9 @@ func (b *kubeBackend) check(opts LaunchOptions) error {
 // a clone, a writable workspace.
 func (b *kubeBackend) adapt(opts LaunchOptions, req launchplan.Request, plan *launchplan.Plan) error {
 	if err := kube.Supported(*plan); err != nil {
+		return err
+	}
+	if err := b.withEgress(*plan); err != nil {
 		return err
 	}
 	if plan.Home == "" {

@@ -97,8 +97,9 @@ func TestKubeBackendAdapt(t *testing.T) {
 	if plan, err = launchplan.Normalize(req); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.adapt(LaunchOptions{}, req, &plan); !errors.Is(err, errdefs.ErrUnsupported) {
-		t.Errorf("allowlist: %v, want ErrUnsupported", err)
+	// An allowlist sandbox's proxy runs from podbot-sidecar: none, refused.
+	if err := b.adapt(LaunchOptions{}, req, &plan); !errors.Is(err, errdefs.ErrMissingRequired) {
+		t.Errorf("allowlist without a sidecar: %v, want ErrMissingRequired", err)
 	}
 }
 

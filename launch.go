@@ -311,6 +311,10 @@ func launch(ctx context.Context, be launchBackend, conn *engine.Conn, opts Launc
 		}
 	}
 	if len(secrets) > 0 || len(implicit) > 0 {
+		if conn == nil {
+			return nil, &StepError{StepNetwork, &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
+				Msg: "the credential vault ([[secrets]], or the API key of ~/.codex/auth.json) is held by the engine's egress proxy; the kubernetes backend's proxy has no vault yet: use --backend engine, or log codex in without an API key"}}
+		}
 		if plan.Egress.Mode != egress.ModeAllowlist {
 			return nil, &StepError{StepNetwork, &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrConflict,
 				Msg: fmt.Sprintf("the %d [[secrets]] entries need network.mode = \"allowlist\" (the egress proxy); the sandbox's mode is %q", len(secrets), plan.Egress.Mode)}}
@@ -347,7 +351,7 @@ func launch(ctx context.Context, be launchBackend, conn *engine.Conn, opts Launc
 			logger.Info("vault: agent variables dropped", "vars", dropped)
 		}
 	}
-	if plan.Egress.Mode == egress.ModeAllowlist {
+	if plan.Egress.Mode == egress.ModeAllowlist && conn != nil {
 		progress(StepNetwork, "sandbox network "+egressnet.NetworkName(plan.Name)+" and egress proxy "+egressnet.ProxyName(plan.Name))
 		sb.egress, err = prepareEgress(ctx, conn, &plan, sidecar, opts.RuntimeDir, vlt)
 		if err != nil {

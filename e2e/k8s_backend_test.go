@@ -357,8 +357,7 @@ func TestK8sBackendExecTTY(t *testing.T) {
 }
 
 // TestK8sBackendRefusals checks what the backend refuses before any Pod
-// exists: the privileged profile, the allowlist (no proxy on a cluster),
-// a host user name, an engine network.
+// exists: the privileged profile, a host user name, a bad Pod name.
 func TestK8sBackendRefusals(t *testing.T) {
 	c := k8sCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -371,7 +370,6 @@ func TestK8sBackendRefusals(t *testing.T) {
 		want string
 	}{
 		{[]string{"create", "--privileged"}, nil, "privileged"},
-		{[]string{"create", "--network", "allowlist"}, nil, "allowlist"},
 		{[]string{"create"}, []string{"PODBOT_SANDBOX_USER=agent"}, "numeric"},
 		{[]string{"create", "--name", "Bad_Name"}, nil, "Pod name"},
 	} {

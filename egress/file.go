@@ -55,20 +55,34 @@ var ErrBadPolicyFile = errors.New("bad egress policy file")
 // directory, synced, then renamed over path) with mode 0644, in the form
 // ReadPolicyFile reads.
 func WritePolicyFile(path string, p *Policy) error {
+	data, err := MarshalPolicy(p)
+	if err != nil {
+		var fe *errdefs.FilesystemError
+		if errors.As(err, &fe) {
+			fe.Path = path
+		}
+		return err
+	}
+	return writeFileAtomic(path, data, 0o644, "write egress policy")
+}
+
+// MarshalPolicy returns p in the form ReadPolicyFile and ParsePolicy read,
+// refusing a policy larger than MaxPolicyFileBytes.
+func MarshalPolicy(p *Policy) ([]byte, error) {
 	pf := policyFile{Version: policyFileVersion, Rules: toFileRules(p.Rules), Deny: toFileRules(p.Deny), Resolve: p.Resolve}
 	if pf.Rules == nil {
 		pf.Rules = []fileRule{}
 	}
 	data, err := json.MarshalIndent(pf, "", "  ")
 	if err != nil {
-		return &errdefs.FilesystemError{Op: "write egress policy", Path: path, Err: err}
+		return nil, &errdefs.FilesystemError{Op: "write egress policy", Err: err}
 	}
 	data = append(data, '\n')
 	if len(data) > MaxPolicyFileBytes {
-		return &errdefs.FilesystemError{Op: "write egress policy", Path: path, Reason: errdefs.ErrRefused,
+		return nil, &errdefs.FilesystemError{Op: "write egress policy", Reason: errdefs.ErrRefused,
 			Msg: fmt.Sprintf("the policy takes %d bytes, more than the %d a policy file may hold", len(data), MaxPolicyFileBytes)}
 	}
-	return writeFileAtomic(path, data, 0o644, "write egress policy")
+	return data, nil
 }
 
 func toFileRules(rs []Rule) []fileRule {

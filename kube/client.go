@@ -59,6 +59,8 @@ type Client struct {
 	config    *rest.Config // nil with a fake clientset: exec needs a real one
 	namespace string
 	opts      Options
+	// sidecar runs allowlist sandboxes' egress proxies (WithSidecar).
+	sidecar *Sidecar
 }
 
 // Connect loads the kubeconfig the standard way and returns a client for

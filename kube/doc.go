@@ -3,7 +3,8 @@
 //
 // A sandbox is one hardened Pod built from a launch plan (BuildPod) plus a
 // NetworkPolicy of its own (BuildNetworkPolicy) that denies all ingress and,
-// for egress mode none, all egress. Every operation goes through the API
+// for egress mode none, all egress; mode allowlist allows the sandbox's
+// egress proxy alone. Every operation goes through the API
 // server with client-go: create and wait until Running (deleting what it
 // created when anything fails or the caller gives up), exec through the
 // pods/exec subresource (WebSocket, with SPDY as fallback), logs, delete
@@ -21,6 +22,14 @@
 // is streamed into over a pods/exec stdin, checked by size and SHA-256 in
 // an init container, and mounted read-only in the sandbox container;
 // ExecStream then carries `podbot-sidecar serve` over one long-lived exec.
+//
+// In egress mode allowlist a sandbox gets an egress proxy Pod of its own
+// (BuildEgressPod: `podbot-sidecar egress`, the sidecar streamed in the same
+// way, a client made WithSidecar), its policy file in a ConfigMap
+// (BuildEgressConfigMap; ChangeEgressPolicy edits it live), a NetworkPolicy
+// admitting the sandbox alone and letting the proxy out to public addresses
+// (BuildEgressNetworkPolicy), and a sandbox NetworkPolicy allowing the
+// proxy's port alone. All are owned by the sandbox Pod.
 //
 // Errors are *errdefs.ContainerError or *errdefs.ConfigError whose reason
 // names the cause: ErrConnectionFailed (API server unreachable), ErrAuth

@@ -42,3 +42,27 @@ func FuzzPlanUser(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSplitLines: every line passed on is one complete, non-empty line of
+// the input, no longer than maxLogLine and without its newline, in order.
+func FuzzSplitLines(f *testing.F) {
+	for _, s := range []string{"", "\n", "a\nb\n", "a\n\nb", strings.Repeat("x", 5000) + "\ny\n", "{\"host\":\"a\"}\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var got []string
+		if err := splitLines(strings.NewReader(in), func(l []byte) error { got = append(got, string(l)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		lines := strings.Split(in, "\n")
+		for _, l := range lines[:len(lines)-1] {
+			if l != "" && len(l)+1 <= maxLogLine {
+				want = append(want, l)
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") || len(got) != len(want) {
+			t.Fatalf("%q: got %q, want %q", in, got, want)
+		}
+	})
+}

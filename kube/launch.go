@@ -17,7 +17,7 @@ type PodOption func(*corev1.Pod) error
 
 // Supported refuses, with an *errdefs.ConfigError naming the key, a plan
 // BuildPod cannot run (the privileged profile, host mounts or devices, an
-// engine network, the allowlist proxy), before anything is made.
+// engine network), before anything is made.
 func Supported(plan launchplan.Plan) error { return supported(plan) }
 
 // LaunchOptions are the inputs of Launch beyond the plan.
@@ -101,13 +101,14 @@ func (c *Client) Launch(ctx context.Context, plan launchplan.Plan, opts LaunchOp
 }
 
 // Delete deletes a sandbox podbot launched: its Pod (at once, no grace),
-// its NetworkPolicy and its Secret. Missing objects are not an error. It
+// its NetworkPolicy, its Secret and its egress proxy's objects (Pod,
+// ConfigMap, NetworkPolicy). Missing objects are not an error. It
 // runs on a context detached from ctx's cancellation, bounded in time, so
 // an interrupted caller still cleans up.
 func (c *Client) Delete(ctx context.Context, name string) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
-	return errors.Join(c.deleteObjects(dctx, name, true, true), c.deleteSecret(dctx, name))
+	return errors.Join(c.deleteObjects(dctx, name, true, true), c.deleteSecret(dctx, name), c.deleteEgress(dctx, name))
 }
 
 // deleteSecret deletes the sandbox's Secret; a missing one is not an error.

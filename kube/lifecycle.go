@@ -90,24 +90,39 @@ func (c *Client) Create(ctx context.Context, plan launchplan.Plan, opts ...PodOp
 	if plan.Network == "none" {
 		np = BuildNetworkPolicy(pod, egress.ModeNone)
 	}
-	return c.createObjects(ctx, pod, np, func(ctx context.Context) (*corev1.Pod, error) { return c.waitRunning(ctx, pod.Name) })
+	return c.createObjects(ctx, pod, np, plan.Egress, func(ctx context.Context) (*corev1.Pod, error) { return c.waitRunning(ctx, pod.Name) })
 }
 
 // createObjects creates np, then pod, makes the Pod the policy's owner and
-// waits with wait until the Pod runs. When anything fails or ctx ends,
-// both objects are deleted before it returns.
-func (c *Client) createObjects(ctx context.Context, pod *corev1.Pod, np *networkingv1.NetworkPolicy, wait func(context.Context) (*corev1.Pod, error)) (sb Sandbox, err error) {
+// waits with wait until the Pod runs. In mode allowlist (eg.Mode) it
+// first makes the sandbox's egress proxy (startEgress), points the Pod at
+// it and makes the Pod the owner of the proxy's objects too. When anything
+// fails or ctx ends, everything it made is deleted before it returns.
+func (c *Client) createObjects(ctx context.Context, pod *corev1.Pod, np *networkingv1.NetworkPolicy, eg launchplan.Egress, wait func(context.Context) (*corev1.Pod, error)) (sb Sandbox, err error) {
 	dctx := context.WithoutCancel(ctx)
-	podMade, policyMade := false, false
+	podMade, policyMade, egressMade := false, false, false
 	defer func() {
-		if err != nil && (podMade || policyMade) {
+		if err != nil && (podMade || policyMade || egressMade) {
 			cctx, cancel := context.WithTimeout(dctx, callTimeout)
 			defer cancel()
 			if rerr := c.deleteObjects(cctx, pod.Name, podMade, policyMade); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
+			if egressMade {
+				if rerr := c.deleteEgress(cctx, pod.Name); rerr != nil {
+					err = errors.Join(err, rerr)
+				}
+			}
 		}
 	}()
+	if eg.Mode == egress.ModeAllowlist && np.Spec.Egress != nil {
+		egressMade = true
+		addr, err := c.startEgress(ctx, pod, eg)
+		if err != nil {
+			return Sandbox{}, err
+		}
+		withEgressProxy(pod, addr)
+	}
 	// The policy exists before the Pod, so the Pod never runs without it.
 	cctx, cancel := context.WithTimeout(dctx, callTimeout)
 	defer cancel()
@@ -127,6 +142,11 @@ func (c *Client) createObjects(ctx context.Context, pod *corev1.Pod, np *network
 	if cur, gerr := c.cs.NetworkingV1().NetworkPolicies(c.namespace).Get(cctx, np.Name, metav1.GetOptions{}); gerr == nil {
 		cur.OwnerReferences = np.OwnerReferences
 		_, _ = c.cs.NetworkingV1().NetworkPolicies(c.namespace).Update(cctx, cur, metav1.UpdateOptions{})
+	}
+	if egressMade {
+		if err := c.ownEgress(cctx, pod.Name, owner); err != nil {
+			return Sandbox{}, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return Sandbox{}, c.classify("create", pod.Name, err)
@@ -300,7 +320,8 @@ type RemoveOptions struct {
 }
 
 // Remove deletes a sandbox's Pod, NetworkPolicy and Secret (podbot run and
-// host make one). A running Pod needs Force.
+// host make one) and, for an allowlist sandbox, its egress proxy's Pod,
+// ConfigMap and NetworkPolicy. A running Pod needs Force.
 func (c *Client) Remove(ctx context.Context, name string, opts RemoveOptions) (Sandbox, error) {
 	sb, err := c.Get(ctx, name, opts.Any)
 	if err != nil {
@@ -316,7 +337,7 @@ func (c *Client) Remove(ctx context.Context, name string, opts RemoveOptions) (S
 	// podbot's: one of the same name is someone else's.
 	err = c.deleteObjects(cctx, name, true, sb.Managed())
 	if sb.Managed() {
-		err = errors.Join(err, c.deleteOwnSecret(cctx, name, sb.Labels[launchplan.LabelSession]))
+		err = errors.Join(err, c.deleteOwnSecret(cctx, name, sb.Labels[launchplan.LabelSession]), c.deleteEgress(cctx, name))
 	}
 	return sb, err
 }

@@ -40,8 +40,8 @@ var (
 // plan's short list, the runtime's seccomp profile, the plan's read-only
 // root and limits, no service-account token, no service links, no host
 // namespace or path. A plan the backend cannot run (privileged, host
-// mounts, devices, a named engine network, an allowlist proxy) is refused
-// with an *errdefs.ConfigError naming the key.
+// mounts, devices, a named engine network) is refused with an
+// *errdefs.ConfigError naming the key.
 func BuildPod(plan launchplan.Plan, opts Options) (*corev1.Pod, error) {
 	if err := supported(plan); err != nil {
 		return nil, err
@@ -140,8 +140,8 @@ func supported(plan launchplan.Plan) error {
 		return unsupported("sandbox.gpus", "CDI GPUs are not supported yet (use kubernetes.node_selector and a device plugin's resources)")
 	case len(plan.Mounts) > 0:
 		return unsupported("workspace", fmt.Sprintf("host mounts (%s at %s) need a host path, which a Pod never gets; use a cloned workspace", plan.Mounts[0].Origin, plan.Mounts[0].Target))
-	case plan.Egress.Mode == egress.ModeAllowlist:
-		return unsupported("network.mode", "network.mode = \"allowlist\" needs podbot's egress proxy, which does not run on a cluster yet, and a NetworkPolicy can name IP blocks but not host names; use --network none (a deny-all NetworkPolicy) or --network open")
+	case plan.Egress.Mode == egress.ModeAllowlist && plan.Network == "none":
+		return unsupported("sandbox.network", "network.mode = \"allowlist\" reaches the egress proxy over the Pod network; leave sandbox.network empty")
 	}
 	switch plan.Network {
 	case "", "none", "bridge":
@@ -237,8 +237,9 @@ func tmpfsSize(opts string) *resource.Quantity {
 
 // BuildNetworkPolicy is the sandbox's own NetworkPolicy, selecting its Pod
 // by session label: no ingress ever, and no egress in mode none. Mode open
-// allows all egress. It is enforced only where the cluster's network
-// plugin implements NetworkPolicy.
+// allows all egress; mode allowlist allows TCP to its egress proxy Pod's
+// port alone (no DNS: the proxy resolves). It is enforced only where the
+// cluster's network plugin implements NetworkPolicy.
 func BuildNetworkPolicy(pod *corev1.Pod, mode egress.Mode) *networkingv1.NetworkPolicy {
 	types := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
 	np := &networkingv1.NetworkPolicy{
@@ -254,8 +255,11 @@ func BuildNetworkPolicy(pod *corev1.Pod, mode egress.Mode) *networkingv1.Network
 			PolicyTypes: types,
 		},
 	}
-	if mode == egress.ModeOpen || mode == "" {
+	switch mode {
+	case egress.ModeOpen, "":
 		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}}
+	case egress.ModeAllowlist:
+		np.Spec.Egress = allowlistEgress(pod.Name)
 	}
 	return np
 }

@@ -173,7 +173,7 @@ func TestBuildPodRefuses(t *testing.T) {
 		{"privileged", func(r *launchplan.Request) { r.Sandbox.Privileged = true }, "sandbox.privileged"},
 		{"dev fuse", func(r *launchplan.Request) { r.Sandbox.MountDevFuse = true }, "sandbox.mount_dev_fuse"},
 		{"gpus", func(r *launchplan.Request) { r.Sandbox.GPUs = []string{"nvidia.com/gpu=all"} }, "sandbox.gpus"},
-		{"allowlist", func(r *launchplan.Request) { r.Egress.Mode = egress.ModeAllowlist }, "network.mode"},
+		{"allowlist without a network", func(r *launchplan.Request) { r.Egress.Mode = egress.ModeAllowlist; r.Sandbox.Network = "none" }, "sandbox.network"},
 		{"named network", func(r *launchplan.Request) { r.Egress.Mode = egress.ModeOpen; r.Sandbox.Network = "mynet" }, "sandbox.network"},
 		{"upper-case name", func(r *launchplan.Request) { r.Name = "Sandbox_1" }, "name"},
 	} {

@@ -168,7 +168,7 @@ func (c *Client) CreateToolPod(ctx context.Context, plan launchplan.Plan, sc *Si
 	if plan.Network == "none" {
 		mode = egress.ModeNone
 	}
-	return c.createObjects(ctx, pod, BuildNetworkPolicy(pod, mode), func(ctx context.Context) (*corev1.Pod, error) {
+	return c.createObjects(ctx, pod, BuildNetworkPolicy(pod, mode), plan.Egress, func(ctx context.Context) (*corev1.Pod, error) {
 		if err := c.waitInstallRunning(ctx, pod.Name); err != nil {
 			return nil, err
 		}

@@ -819,8 +819,20 @@ up() {
 	start_scheduler
 	start_kubelet
 	wait_node
+	allow_pod_forwarding
 	import_image
 	log "cluster up: source <($0 env) && kubectl get nodes"
+}
+
+# allow_pod_forwarding lets Pods on the test bridge reach each other (the
+# Kubernetes network model; a sandbox reaches its egress proxy Pod that way):
+# where dockerd has set the FORWARD policy to DROP and bridged frames pass
+# through iptables, Pod-to-Pod traffic would be dropped. Idempotent; only
+# traffic that enters and leaves the test bridge is accepted.
+allow_pod_forwarding() {
+	iptables -C FORWARD -i "$bridge" -o "$bridge" -m comment --comment podbot-k8s -j ACCEPT 2>/dev/null ||
+		iptables -I FORWARD 1 -i "$bridge" -o "$bridge" -m comment --comment podbot-k8s -j ACCEPT ||
+		die "could not let Pods on $bridge reach each other (iptables FORWARD)"
 }
 
 down() {
@@ -858,6 +870,7 @@ down() {
 	if [[ -e /sys/class/net/$bridge ]]; then
 		ip link delete "$bridge" 2>/dev/null || log "warning: could not delete the bridge $bridge"
 	fi
+	while iptables -D FORWARD -i "$bridge" -o "$bridge" -m comment --comment podbot-k8s -j ACCEPT 2>/dev/null; do :; done
 }
 
 print_env() {

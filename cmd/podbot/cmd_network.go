@@ -49,6 +49,12 @@ func newNetworkShowCmd(f *factory, runF func(context.Context, *networkOptions) e
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
+			if onKube, err := f.onKubernetes(); err != nil || onKube {
+				if err != nil {
+					return err
+				}
+				return networkOnKubernetes(cmd.Context(), f, "show", opts)
+			}
 			conn, err := f.engine(cmd.Context())
 			if err != nil {
 				return err
@@ -84,6 +90,12 @@ reloads it: the running sandbox gets the change without a restart.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
+			if onKube, err := f.onKubernetes(); err != nil || onKube {
+				if err != nil {
+					return err
+				}
+				return networkOnKubernetes(cmd.Context(), f, verb, opts)
+			}
 			conn, err := f.engine(cmd.Context())
 			if err != nil {
 				return err
@@ -117,24 +129,35 @@ func newNetworkLogCmd(f *factory, runF func(context.Context, *networkOptions) er
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
+			if onKube, err := f.onKubernetes(); err != nil || onKube {
+				if err != nil {
+					return err
+				}
+				return networkOnKubernetes(cmd.Context(), f, "log", opts)
+			}
 			conn, err := f.engine(cmd.Context())
 			if err != nil {
 				return err
 			}
-			out := f.ios.Out
-			return podbot.NetworkLog(cmd.Context(), conn, opts.ref, podbot.NetworkLogOptions{Follow: opts.follow}, func(line []byte) error {
-				if opts.json {
-					_, err := fmt.Fprintf(out, "%s\n", line)
-					return err
-				}
-				_, err := fmt.Fprintln(out, logText(line))
-				return err
-			})
+			return podbot.NetworkLog(cmd.Context(), conn, opts.ref, podbot.NetworkLogOptions{Follow: opts.follow}, logPrinter(f.ios.Out, opts.json))
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.follow, "follow", "f", false, "keep printing new decisions")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the JSON lines")
 	return cmd
+}
+
+// logPrinter prints decision log lines to out: as they are with asJSON,
+// else as logText renders them.
+func logPrinter(out io.Writer, asJSON bool) func(line []byte) error {
+	return func(line []byte) error {
+		if asJSON {
+			_, err := fmt.Fprintf(out, "%s\n", line)
+			return err
+		}
+		_, err := fmt.Fprintln(out, logText(line))
+		return err
+	}
 }
 
 // logText renders one decision log line as text; a line that is not a

@@ -57,7 +57,9 @@ func (f *factory) kubeClient() (*kube.Client, error) {
 
 // createOnKubernetes is podbot create on the kubernetes backend.
 func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cfg config.Config) error {
-	lib, err := opts.toLibrary(cfg, "")
+	// The sidecar runs an allowlist sandbox's egress proxy Pod.
+	sidecar, _ := f.findSidecar()
+	lib, err := opts.toLibrary(cfg, sidecar)
 	if err != nil {
 		return err
 	}

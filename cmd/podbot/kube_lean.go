@@ -62,3 +62,7 @@ func openKubeToolSession(context.Context, *factory, podbot.ToolSessionOptions) (
 func (f *factory) kubePoolBackend(config.Config) (pool.Backend, error) {
 	return nil, errNoKubeBackend("pool")
 }
+
+func networkOnKubernetes(context.Context, *factory, string, *networkOptions) error {
+	return errNoKubeBackend("network")
+}
