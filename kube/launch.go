@@ -29,6 +29,10 @@ type LaunchOptions struct {
 	ScratchDirs []string
 	// PodOptions change the Pod further, after the scratch directories.
 	PodOptions []PodOption
+	// Sidecar, when set, is streamed into the Pod before its sandbox
+	// container starts, as into a tool Pod (see CreateToolPod), and is
+	// read-only at SidecarPath there: git's askpass program for a token.
+	Sidecar *Sidecar
 }
 
 // WithWorkingDir sets the sandbox container's working directory. A
@@ -55,7 +59,7 @@ func (c *Client) Launch(ctx context.Context, plan launchplan.Plan, opts LaunchOp
 	}
 	podOpts := append([]PodOption{WithScratchDirs(opts.ScratchDirs...)}, opts.PodOptions...)
 	if opts.Secret.Empty() {
-		return c.Create(ctx, plan, podOpts...)
+		return c.create(ctx, plan, opts.Sidecar, podOpts...)
 	}
 	secret, err := BuildSecret(pod, opts.Secret)
 	if err != nil {
@@ -77,7 +81,10 @@ func (c *Client) Launch(ctx context.Context, plan launchplan.Plan, opts LaunchOp
 		}
 	}()
 	podOpts = append(podOpts, WithSecretVolume(secret.Name))
-	sb, err = c.Create(ctx, plan, podOpts...)
+	if opts.Secret.Token != "" {
+		podOpts = append(podOpts, WithTokenVolume(secret.Name))
+	}
+	sb, err = c.create(ctx, plan, opts.Sidecar, podOpts...)
 	if err != nil {
 		return Sandbox{}, err
 	}

@@ -77,6 +77,12 @@ func sandboxOf(p *corev1.Pod) Sandbox {
 // interrupted Create leaves nothing behind. opts change the Pod BuildPod
 // made before it is created.
 func (c *Client) Create(ctx context.Context, plan launchplan.Plan, opts ...PodOption) (sb Sandbox, err error) {
+	return c.create(ctx, plan, nil, opts...)
+}
+
+// create is Create; with sc set, the Pod also gets the sidecar streamed in
+// (withSidecarInstall) before its sandbox container starts.
+func (c *Client) create(ctx context.Context, plan launchplan.Plan, sc *Sidecar, opts ...PodOption) (Sandbox, error) {
 	pod, err := BuildPod(plan, c.opts)
 	if err != nil {
 		return Sandbox{}, err
@@ -89,6 +95,10 @@ func (c *Client) Create(ctx context.Context, plan launchplan.Plan, opts ...PodOp
 	np := BuildNetworkPolicy(pod, plan.Egress.Mode)
 	if plan.Network == "none" {
 		np = BuildNetworkPolicy(pod, egress.ModeNone)
+	}
+	if sc != nil {
+		withSidecarInstall(pod)
+		return c.createObjects(ctx, pod, np, c.installThenRun(pod.Name, sc))
 	}
 	return c.createObjects(ctx, pod, np, func(ctx context.Context) (*corev1.Pod, error) { return c.waitRunning(ctx, pod.Name) })
 }
