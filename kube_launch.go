@@ -27,18 +27,22 @@ import (
 //     agent's exec only, read from the mount by a wrapper: they are not in
 //     the Pod spec and not in the exec request;
 //   - a GitHub repository is cloned by exec into an emptyDir at
-//     workspace.base_dir (public repositories: an installation token
-//     needs podbot-sidecar as git's askpass program, which Pods do not
-//     carry yet);
+//     workspace.base_dir; with a GitHub App, podbot-sidecar is streamed
+//     into the Pod and is git's askpass program there, and the
+//     installation token (limited to the repository) and its origin are
+//     in the same Secret, mounted read-only at /run/secrets and updated
+//     by the run's token refresh (see kube_token.go);
 //   - after the agent exits, a Pod that is not removed (no Remove) keeps
-//     running: a Pod cannot be stopped and started again.
+//     running, without its token: a Pod cannot be stopped and started
+//     again.
 //
 // An interrupted or failed run deletes the Pod, its NetworkPolicy and its
 // Secret. What the backend cannot do is refused before anything is made
 // (see CreateOnKubernetes).
 func RunOnKubernetes(ctx context.Context, kc *kube.Client, opts RunOptions) (RunResult, error) {
+	be := newKubeBackend(kc, opts.Launch.SidecarPath)
 	opts.Launch.SidecarPath = ""
-	return run(ctx, newKubeBackend(kc), nil, opts)
+	return run(ctx, be, nil, opts)
 }
 
 // HostOnKubernetes is Host on the kubernetes backend: the agent's server
@@ -46,8 +50,9 @@ func RunOnKubernetes(ctx context.Context, kc *kube.Client, opts RunOptions) (Run
 // stream is bridged through the same ACP or Codex app-server policy.
 // The Pod, its NetworkPolicy and its Secret are deleted when it returns.
 func HostOnKubernetes(ctx context.Context, kc *kube.Client, opts HostOptions) (int, error) {
+	be := newKubeBackend(kc, opts.Launch.SidecarPath)
 	opts.Launch.SidecarPath = ""
-	return host(ctx, newKubeBackend(kc), nil, opts)
+	return host(ctx, be, nil, opts)
 }
 
 // kubeBackend is the launch backend of a Pod on a cluster.
@@ -61,12 +66,21 @@ type kubeBackend struct {
 	podOpts []kube.PodOption
 	// secretEnv are the agent's variables in the Pod's Secret.
 	secretEnv map[string]string
+	// sidecarPath is the host's podbot-sidecar (LaunchOptions.SidecarPath,
+	// which the Pod cannot mount); sidecar is it loaded, for a Pod that
+	// gets a GitHub token (see kube_token.go), and token that token's store.
+	sidecarPath string
+	sidecar     *kube.Sidecar
+	token       *kubeTokenStore
 }
 
-func newKubeBackend(kc *kube.Client) *kubeBackend { return &kubeBackend{kc: kc} }
+func newKubeBackend(kc *kube.Client, sidecarPath string) *kubeBackend {
+	return &kubeBackend{kc: kc, sidecarPath: sidecarPath}
+}
 
 // check refuses what needs the engine or the host: the credential vault,
-// a local clone, a host mount, a GitHub token.
+// a local clone, a host mount; a GitHub token needs the host's
+// podbot-sidecar, which it loads.
 func (b *kubeBackend) check(opts LaunchOptions) error {
 	cfg := opts.Config
 	switch {
@@ -80,8 +94,7 @@ func (b *kubeBackend) check(opts LaunchOptions) error {
 		return &errdefs.ConfigError{Key: "workspace.host_path", Reason: errdefs.ErrUnsupported,
 			Msg: "a host-mount workspace (--workspace PATH) needs a host path, which a Pod never gets on the kubernetes backend; use --repo OWNER/NAME (cloned in the Pod) or --backend engine"}
 	case opts.Repo != "" && opts.TokenSource != nil:
-		return &errdefs.ConfigError{Key: "github", Reason: errdefs.ErrUnsupported,
-			Msg: "a GitHub installation token goes only into a sandbox where podbot-sidecar is git's askpass program, and Pods do not carry podbot-sidecar yet; on the kubernetes backend clone public repositories with no [github] App configured, or use --backend engine"}
+		return b.loadSidecar()
 	}
 	return nil
 }
@@ -123,9 +136,18 @@ func (b *kubeBackend) start(ctx context.Context, plan launchplan.Plan, arch *cre
 	if arch != nil {
 		data.Credentials = arch.Tar
 	}
-	sb, err := b.kc.Launch(ctx, plan, kube.LaunchOptions{Secret: data, ScratchDirs: b.scratch, PodOptions: b.podOpts})
+	lo := kube.LaunchOptions{ScratchDirs: b.scratch, PodOptions: b.podOpts}
+	if b.token != nil {
+		data.Token, data.Origin = b.token.first()
+		lo.Sidecar = b.sidecar
+	}
+	lo.Secret = data
+	sb, err := b.kc.Launch(ctx, plan, lo)
 	if err != nil {
 		return "", err
+	}
+	if b.token != nil {
+		b.token.attach()
 	}
 	b.secretEnv = make(map[string]string, len(plan.AgentEnv))
 	for _, e := range plan.AgentEnv {
@@ -144,9 +166,15 @@ func (b *kubeBackend) installCredentials(ctx context.Context, sb *Sandbox, arch 
 	return sb.run(ctx, []string{"tar", "-x", "--no-same-owner", "-f", kube.CredentialsArchivePath(), "-C", arch.TargetHome}, nil, "", nil)
 }
 
-// stop does nothing: a Pod cannot be stopped and started again, so a kept
-// sandbox keeps running until podbot rm.
-func (b *kubeBackend) stop(context.Context, string, time.Duration) error { return nil }
+// stop leaves the Pod running (a Pod cannot be stopped and started
+// again, so a kept sandbox runs until podbot rm), but takes its GitHub
+// token away: nothing refreshes it once podbot run returns.
+func (b *kubeBackend) stop(ctx context.Context, name string, _ time.Duration) error {
+	if b.token == nil {
+		return nil
+	}
+	return b.kc.WithdrawToken(ctx, name)
+}
 
 // remove deletes the Pod, its NetworkPolicy and its Secret.
 func (b *kubeBackend) remove(ctx context.Context, name string) error { return b.kc.Delete(ctx, name) }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"unicode"
 
@@ -68,9 +69,12 @@ func checkToken(v string) error {
 func WithTokenVolume(name string) PodOption {
 	return func(pod *corev1.Pod) error {
 		mode := int32(0o440)
-		no := false
+		// Optional, so that the token file goes when WithdrawToken takes
+		// the key away (a missing key of a required volume would keep the
+		// old file). The Secret exists before the Pod.
+		yes := true
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: tokenVolume, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: name, DefaultMode: &mode, Optional: &no, Items: []corev1.KeyToPath{
+			Secret: &corev1.SecretVolumeSource{SecretName: name, DefaultMode: &mode, Optional: &yes, Items: []corev1.KeyToPath{
 				{Key: SecretTokenKey, Path: SecretTokenKey},
 				{Key: SecretOriginKey, Path: SecretOriginKey},
 			}},
@@ -89,6 +93,27 @@ func (c *Client) UpdateToken(ctx context.Context, name, value string) error {
 	if err := checkToken(value); err != nil {
 		return err
 	}
+	return c.patchToken(ctx, name, []byte(value))
+}
+
+// WithdrawToken takes the token out of the Secret of the sandbox name (a
+// kept Pod whose token is no longer refreshed); the kubelet then removes
+// the file from the Pod after its sync delay. A Secret already without a
+// token, or gone, is not an error.
+func (c *Client) WithdrawToken(ctx context.Context, name string) error {
+	err := c.patchToken(ctx, name, nil)
+	if errors.Is(err, errdefs.ErrNotFound) || errors.Is(err, errNoToken) {
+		return nil
+	}
+	return err
+}
+
+// errNoToken is patchToken's refusal of a Secret without a token.
+var errNoToken = errors.New("no token in the Secret")
+
+// patchToken sets the token key of the sandbox's Secret to value, or
+// removes it when value is nil.
+func (c *Client) patchToken(ctx context.Context, name string, value []byte) error {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	secrets := c.cs.CoreV1().Secrets(c.namespace)
@@ -98,11 +123,12 @@ func (c *Client) UpdateToken(ctx context.Context, name, value string) error {
 	}
 	if cur.Labels[launchplan.LabelManaged] != "true" || cur.Data[SecretTokenKey] == nil {
 		return &errdefs.ContainerError{Op: "kubernetes update token", Container: name, Reason: errdefs.ErrRefused,
-			Msg: "Secret " + name + " is not a podbot sandbox's Secret holding a GitHub token"}
+			Msg: "Secret " + name + " is not a podbot sandbox's Secret holding a GitHub token", Err: errNoToken}
 	}
+	// A nil value marshals as null, which a merge patch reads as "remove".
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": cur.ResourceVersion},
-		"data":     map[string][]byte{SecretTokenKey: []byte(value)},
+		"data":     map[string][]byte{SecretTokenKey: value},
 	})
 	if err != nil {
 		return err

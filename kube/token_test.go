@@ -73,10 +73,26 @@ func TestLaunchTokenMountedReadOnlyAndUpdated(t *testing.T) {
 	if err := c.UpdateToken(ctx, sb.Name, "two words"); !errors.Is(err, errdefs.ErrInvalidValue) {
 		t.Errorf("a token with a space: err %v, want ErrInvalidValue", err)
 	}
+	if err := c.WithdrawToken(ctx, sb.Name); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = cs.CoreV1().Secrets("sb").Get(ctx, sb.Name, metav1.GetOptions{})
+	if _, ok := s.Data[SecretTokenKey]; ok || string(s.Data[SecretOriginKey]) != testOrigin+"\n" {
+		t.Errorf("after WithdrawToken: %v", s.Data)
+	}
+	if err := c.WithdrawToken(ctx, sb.Name); err != nil {
+		t.Errorf("a second WithdrawToken: %v", err)
+	}
+	if err := c.UpdateToken(ctx, sb.Name, secondToken); !errors.Is(err, errdefs.ErrRefused) {
+		t.Errorf("UpdateToken after WithdrawToken: err %v, want ErrRefused", err)
+	}
 	if err := c.Delete(ctx, sb.Name); err != nil {
 		t.Fatal(err)
 	}
 	assertNoSecret(t, cs)
+	if err := c.WithdrawToken(ctx, sb.Name); err != nil {
+		t.Errorf("WithdrawToken after Delete: %v", err)
+	}
 	if err := c.UpdateToken(ctx, sb.Name, secondToken); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("UpdateToken after Delete: err %v, want ErrNotFound", err)
 	}
