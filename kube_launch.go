@@ -4,6 +4,7 @@ package podbot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,8 +31,9 @@ import (
 //     workspace.base_dir; with a GitHub App, podbot-sidecar is streamed
 //     into the Pod and is git's askpass program there, and the
 //     installation token (limited to the repository) and its origin are
-//     in the same Secret, mounted read-only at /run/secrets and updated
-//     by the run's token refresh (see kube_token.go);
+//     written by exec into a memory volume the agent sees read-only at
+//     /run/secrets, and rewritten by the run's token refresh (see
+//     kube_token.go);
 //   - after the agent exits, a Pod that is not removed (no Remove) keeps
 //     running, without its token: a Pod cannot be stopped and started
 //     again.
@@ -136,18 +138,18 @@ func (b *kubeBackend) start(ctx context.Context, plan launchplan.Plan, arch *cre
 	if arch != nil {
 		data.Credentials = arch.Tar
 	}
-	lo := kube.LaunchOptions{ScratchDirs: b.scratch, PodOptions: b.podOpts}
+	lo := kube.LaunchOptions{Secret: data, ScratchDirs: b.scratch, PodOptions: b.podOpts}
 	if b.token != nil {
-		data.Token, data.Origin = b.token.first()
-		lo.Sidecar = b.sidecar
+		lo.Sidecar, lo.Token = b.sidecar, true
 	}
-	lo.Secret = data
 	sb, err := b.kc.Launch(ctx, plan, lo)
 	if err != nil {
 		return "", err
 	}
 	if b.token != nil {
-		b.token.attach()
+		if err := b.token.attach(ctx); err != nil {
+			return "", errors.Join(err, b.kc.Delete(ctx, sb.Name))
+		}
 	}
 	b.secretEnv = make(map[string]string, len(plan.AgentEnv))
 	for _, e := range plan.AgentEnv {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/gitcred"
@@ -23,20 +22,13 @@ import (
 // only for the clone origin: the host's podbot-sidecar is streamed into
 // the Pod (kube.LaunchOptions.Sidecar, checked by size and SHA-256) and
 // is read-only at the engine's path. The token, limited to the one
-// repository, and its origin are keys of the sandbox's own Secret,
-// mounted read-only at /run/secrets (the engine's paths): never in the
-// Pod spec, its environment or an exec's argv. The run's token daemon
-// (tokendaemon with a Store) replaces the token in the Secret before it
-// expires; the kubelet brings the new file into the Pod after its sync
-// delay, which the refresh margin (at least kubeMinRefreshBuffer) covers
-// with room to spare, as GitHub keeps the old token valid until it
-// expires.
-
-// kubeMinRefreshBuffer is the least time before expiry a token is
-// replaced on the kubernetes backend: the kubelet's sync of a changed
-// Secret into a running Pod takes up to its sync period (1 minute by
-// default) plus its cache's TTL; this covers twice that.
-const kubeMinRefreshBuffer = 3 * time.Minute
+// repository, and its origin are written by an exec into the Pod's token
+// container, on its stdin, into a memory volume the agent's container
+// mounts read-only at /run/secrets (the engine's paths; see
+// kube.WithTokenContainer): never in a Secret, the Pod spec, an
+// environment or an argv. The run's token daemon (tokendaemon with a
+// Store) rewrites it before it expires, and the new token is in the Pod
+// as soon as the exec returns.
 
 // kubeSidecarAskpass is git's askpass program in a Pod: the sidecar where
 // kube streams it, which is also where the engine mounts it.
@@ -88,7 +80,7 @@ func (b *kubeBackend) prepareToken(ctx context.Context, sb *Sandbox, opts Launch
 		Source:        RedactingTokenSource(opts.TokenSource, opts.Redactor),
 		Repositories:  []string{repo.Name},
 		GitOrigin:     origin,
-		RefreshBuffer: max(opts.Config.GitHub.TokenRefreshBuffer, kubeMinRefreshBuffer),
+		RefreshBuffer: opts.Config.GitHub.TokenRefreshBuffer,
 		Logger:        logger,
 		Alive:         func(ctx context.Context) (bool, error) { return podRunning(ctx, kc, name) },
 		Store:         store,
@@ -122,8 +114,8 @@ func podRunning(ctx context.Context, kc *kube.Client, name string) (bool, error)
 }
 
 // kubeTokenStore is the token daemon's store on the kubernetes backend:
-// the sandbox Pod's Secret. Until the Pod is made (attach), it keeps the
-// first token for start to put into the new Secret.
+// the Pod's token volume, written through its token container. Until the
+// Pod runs (attach), it keeps the first token.
 type kubeTokenStore struct {
 	kc     *kube.Client
 	name   string
@@ -134,8 +126,7 @@ type kubeTokenStore struct {
 	pending string
 }
 
-// SetToken keeps value for the Secret to be made, or replaces the token
-// in the Secret.
+// SetToken keeps value for the Pod to be made, or writes it into the Pod.
 func (s *kubeTokenStore) SetToken(ctx context.Context, value string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -143,19 +134,17 @@ func (s *kubeTokenStore) SetToken(ctx context.Context, value string) error {
 		s.pending = value
 		return nil
 	}
-	return s.kc.UpdateToken(ctx, s.name, value)
+	return s.kc.WriteToken(ctx, s.name, value, s.origin)
 }
 
-// first is the token and origin the new Secret holds.
-func (s *kubeTokenStore) first() (token, origin string) {
+// attach writes the first token and the origin into the Pod, which now
+// runs; from now on SetToken writes there.
+func (s *kubeTokenStore) attach(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pending, s.origin
-}
-
-// attach says the Secret exists: from now on SetToken updates it.
-func (s *kubeTokenStore) attach() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if err := s.kc.WriteToken(ctx, s.name, s.pending, s.origin); err != nil {
+		return err
+	}
 	s.live, s.pending = true, ""
+	return nil
 }

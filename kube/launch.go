@@ -33,6 +33,9 @@ type LaunchOptions struct {
 	// container starts, as into a tool Pod (see CreateToolPod), and is
 	// read-only at SidecarPath there: git's askpass program for a token.
 	Sidecar *Sidecar
+	// Token gives the Pod a token container and volume
+	// (WithTokenContainer), for WriteToken.
+	Token bool
 }
 
 // WithWorkingDir sets the sandbox container's working directory. A
@@ -58,6 +61,9 @@ func (c *Client) Launch(ctx context.Context, plan launchplan.Plan, opts LaunchOp
 		return Sandbox{}, err
 	}
 	podOpts := append([]PodOption{WithScratchDirs(opts.ScratchDirs...)}, opts.PodOptions...)
+	if opts.Token {
+		podOpts = append(podOpts, WithTokenContainer())
+	}
 	if opts.Secret.Empty() {
 		return c.create(ctx, plan, opts.Sidecar, podOpts...)
 	}
@@ -81,9 +87,6 @@ func (c *Client) Launch(ctx context.Context, plan launchplan.Plan, opts LaunchOp
 		}
 	}()
 	podOpts = append(podOpts, WithSecretVolume(secret.Name))
-	if opts.Secret.Token != "" {
-		podOpts = append(podOpts, WithTokenVolume(secret.Name))
-	}
 	sb, err = c.create(ctx, plan, opts.Sidecar, podOpts...)
 	if err != nil {
 		return Sandbox{}, err

@@ -45,22 +45,14 @@ type SecretData struct {
 	// Env are the agent's variables (KEY=VALUE): they reach the agent's
 	// exec through SecretEnvCommand, never the Pod spec.
 	Env []string
-	// Token is a GitHub installation token and Origin the one origin git
-	// may send it to (gitcred.Origin's form); both or neither. They are
-	// mounted read-only at TokenMountPath (WithTokenVolume), and the
-	// Secret is then mutable, so UpdateToken can replace the token.
-	Token, Origin string
 }
 
 // Empty reports whether there is nothing to put in a Secret.
-func (d SecretData) Empty() bool {
-	return len(d.Credentials) == 0 && len(d.Env) == 0 && d.Token == ""
-}
+func (d SecretData) Empty() bool { return len(d.Credentials) == 0 && len(d.Env) == 0 }
 
-// BuildSecret is the sandbox Pod's Secret: type Opaque, named and
-// labelled like the Pod (podbot.managed, podbot.session), holding the
-// credential archive, one key per agent variable and, with d.Token, the
-// GitHub token and its origin; immutable unless it holds a token. It refuses a
+// BuildSecret is the sandbox Pod's Secret: type Opaque, immutable, named
+// and labelled like the Pod (podbot.managed, podbot.session), holding the
+// credential archive and one key per agent variable. It refuses a
 // variable name a shell cannot export and data above MaxSecretBytes.
 func BuildSecret(pod *corev1.Pod, d SecretData) (*corev1.Secret, error) {
 	data := map[string][]byte{}
@@ -78,16 +70,12 @@ func BuildSecret(pod *corev1.Pod, d SecretData) (*corev1.Secret, error) {
 		data[secretEnvPrefix+k] = []byte(v)
 		size += len(k) + len(v)
 	}
-	if err := addToken(data, d); err != nil {
-		return nil, err
-	}
 	if size > MaxSecretBytes {
 		return nil, &errdefs.ConfigError{Key: "creds", Reason: errdefs.ErrInvalidValue,
 			Msg: fmt.Sprintf("the credentials and agent variables take %d KiB, more than a Kubernetes Secret holds (%d KiB); add large files under ~/.claude or ~/.codex to creds.exclude, or set creds.copy_claude / creds.copy_codex = false",
 				size>>10, MaxSecretBytes>>10)}
 	}
-	// A Secret holding a token is updated at each refresh.
-	immutable := d.Token == ""
+	immutable := true
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Name,

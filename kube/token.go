@@ -1,55 +1,110 @@
 package kube
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/gitcred"
 	"github.com/podbot/podbot/launchplan"
 )
 
-// Where a GitHub token appears in a sandbox Pod: the paths the engine
-// backend's token directory has, so podbot-sidecar answers git's askpass
-// prompts from the same files on both backends.
+// A GitHub token in a sandbox Pod lives in a memory-backed emptyDir that
+// the sandbox container mounts read-only at TokenMountPath (the engine
+// backend's paths, so podbot-sidecar answers git's askpass prompts from
+// the same files) and that only the Pod's token container
+// (TokenContainerName) mounts writable. The host writes the token there
+// by an exec into the token container, the value on its stdin: it is in
+// no Secret, no Pod spec, no environment and no argv, and a refresh is in
+// the Pod as soon as the exec returns. (A Secret volume would leave the
+// refresh to the kubelet's sync, which took 63 s to more than 4 minutes
+// on the test cluster, longest for Pods with an init container.)
 const (
-	// TokenMountPath is the read-only mount of the token and its origin.
+	// TokenMountPath is the sandbox container's read-only view of the token.
 	TokenMountPath = gitcred.SecretsDir
-	// SecretTokenKey is the Secret key (and file name) of the token.
-	SecretTokenKey = launchplan.TokenFileName
-	// SecretOriginKey is the Secret key (and file name) of the origin.
-	SecretOriginKey = gitcred.OriginFileName
+	// TokenFileName is the token's file name there.
+	TokenFileName = launchplan.TokenFileName
+	// OriginFileName is the file name of the one origin git may send it to.
+	OriginFileName = gitcred.OriginFileName
+	// TokenContainerName is the container that writes the token; it runs
+	// nothing but a wait.
+	TokenContainerName = "token"
 )
 
-// tokenVolume is the Pod volume name of the token's projection.
-const tokenVolume = "podbot-token"
+// tokenVolume is the Pod volume of the token; maxTokenVolume bounds it.
+const (
+	tokenVolume    = "podbot-token"
+	maxTokenVolume = 64 << 10
+)
 
 // maxTokenLen bounds a token value; GitHub's are about 40 bytes.
 const maxTokenLen = 4096
 
-// addToken puts d's token and origin into a Secret's data, refusing a
-// token that is empty, too long or holds whitespace or control characters,
-// and an origin that is not canonical.
-func addToken(data map[string][]byte, d SecretData) error {
-	if d.Token == "" && d.Origin == "" {
+// tokenWait is the token container's command: it waits and does nothing.
+var tokenWait = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"}
+
+// writeTokenScript replaces the token and origin files atomically with the
+// two lines on stdin (token, then origin), read by the shell's builtins so
+// neither is ever in an argv. Every path is a constant.
+const writeTokenScript = `set -eu
+umask 077
+d=` + TokenMountPath + `
+IFS= read -r t
+IFS= read -r o
+printf '%s' "$t" > "$d/.` + TokenFileName + `.new"
+printf '%s\n' "$o" > "$d/.` + OriginFileName + `.new"
+mv -f "$d/.` + OriginFileName + `.new" "$d/` + OriginFileName + `"
+mv -f "$d/.` + TokenFileName + `.new" "$d/` + TokenFileName + `"
+`
+
+// withdrawTokenScript removes the token file (the origin stays).
+const withdrawTokenScript = `rm -f ` + TokenMountPath + `/` + TokenFileName
+
+// WithTokenContainer gives the Pod a memory-backed emptyDir for the token,
+// mounted read-only at TokenMountPath in the sandbox container, and the
+// token container that alone mounts it writable: the sandbox container's
+// image, user and security context (with a read-only root filesystem and
+// no capability) and small limits of its own, running a wait. WriteToken fills it.
+func WithTokenContainer() PodOption {
+	return func(pod *corev1.Pod) error {
+		limit := resource.NewQuantity(maxTokenVolume, resource.BinarySI)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: tokenVolume, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: limit}}})
+		sandbox := &pod.Spec.Containers[0]
+		sandbox.VolumeMounts = append(sandbox.VolumeMounts, corev1.VolumeMount{Name: tokenVolume, MountPath: TokenMountPath, ReadOnly: true})
+		writer := corev1.Container{
+			Name:                     TokenContainerName,
+			Image:                    sandbox.Image,
+			ImagePullPolicy:          sandbox.ImagePullPolicy,
+			Command:                  tokenWait,
+			SecurityContext:          sandbox.SecurityContext.DeepCopy(),
+			Resources:                tokenResources(),
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			VolumeMounts:             []corev1.VolumeMount{{Name: tokenVolume, MountPath: TokenMountPath}},
+		}
+		// It writes nothing but the token volume and needs no capability.
+		writer.SecurityContext.ReadOnlyRootFilesystem = ptr(true)
+		writer.SecurityContext.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+		pod.Spec.Containers = append(pod.Spec.Containers, writer)
 		return nil
 	}
-	if err := checkToken(d.Token); err != nil {
-		return err
+}
+
+// tokenResources are the token container's requests and limits: it runs
+// a shell that sleeps.
+func tokenResources() corev1.ResourceRequirements {
+	l := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("50m"),
+		corev1.ResourceMemory: resource.MustParse("16Mi"),
 	}
-	if _, err := gitcred.ReadOriginString(d.Origin); err != nil {
-		return err
-	}
-	data[SecretTokenKey] = []byte(d.Token)
-	data[SecretOriginKey] = []byte(d.Origin + "\n")
-	return nil
+	return corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
 }
 
 // checkToken refuses a token value that cannot be a GitHub token.
@@ -61,80 +116,45 @@ func checkToken(v string) error {
 	return nil
 }
 
-// WithTokenVolume mounts the token and origin keys of the Secret name
-// read-only at TokenMountPath in the sandbox container (files mode 0440,
-// owned by the Pod's group, as WithSecretVolume's). The kubelet replaces
-// the files atomically when UpdateToken changes the Secret, after its
-// sync delay (see the README's Kubernetes backend section).
-func WithTokenVolume(name string) PodOption {
-	return func(pod *corev1.Pod) error {
-		mode := int32(0o440)
-		// Optional, so that the token file goes when WithdrawToken takes
-		// the key away (a missing key of a required volume would keep the
-		// old file). The Secret exists before the Pod.
-		yes := true
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: tokenVolume, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: name, DefaultMode: &mode, Optional: &yes, Items: []corev1.KeyToPath{
-				{Key: SecretTokenKey, Path: SecretTokenKey},
-				{Key: SecretOriginKey, Path: SecretOriginKey},
-			}},
-		}})
-		c := &pod.Spec.Containers[0]
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: tokenVolume, MountPath: TokenMountPath, ReadOnly: true})
-		return nil
-	}
-}
-
-// UpdateToken replaces the token in the Secret of the sandbox name with
-// value, by a JSON merge patch of that one key: the value goes in the
-// request body only. The Secret must be podbot's (podbot.managed=true)
-// and already hold a token.
-func (c *Client) UpdateToken(ctx context.Context, name, value string) error {
-	if err := checkToken(value); err != nil {
+// WriteToken puts token and origin (gitcred.Origin's canonical form) into
+// the token volume of the sandbox name, by an exec into its token
+// container with both on stdin, replacing what was there atomically.
+func (c *Client) WriteToken(ctx context.Context, name, token, origin string) error {
+	if err := checkToken(token); err != nil {
 		return err
 	}
-	return c.patchToken(ctx, name, []byte(value))
+	if _, err := gitcred.ReadOriginString(origin); err != nil {
+		return err
+	}
+	return c.tokenExec(ctx, name, "write token", writeTokenScript, token+"\n"+origin+"\n")
 }
 
-// WithdrawToken takes the token out of the Secret of the sandbox name (a
-// kept Pod whose token is no longer refreshed); the kubelet then removes
-// the file from the Pod after its sync delay. A Secret already without a
-// token, or gone, is not an error.
+// WithdrawToken removes the token file from the sandbox name (a kept Pod
+// whose token is no longer refreshed). A Pod already gone is not an error.
 func (c *Client) WithdrawToken(ctx context.Context, name string) error {
-	err := c.patchToken(ctx, name, nil)
-	if errors.Is(err, errdefs.ErrNotFound) || errors.Is(err, errNoToken) {
+	err := c.tokenExec(ctx, name, "withdraw token", withdrawTokenScript, "")
+	if errors.Is(err, errdefs.ErrNotFound) {
 		return nil
 	}
 	return err
 }
 
-// errNoToken is patchToken's refusal of a Secret without a token.
-var errNoToken = errors.New("no token in the Secret")
-
-// patchToken sets the token key of the sandbox's Secret to value, or
-// removes it when value is nil.
-func (c *Client) patchToken(ctx context.Context, name string, value []byte) error {
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	secrets := c.cs.CoreV1().Secrets(c.namespace)
-	cur, err := secrets.Get(cctx, name, metav1.GetOptions{})
-	if err != nil {
-		return c.classify("get secret", name, err)
-	}
-	if cur.Labels[launchplan.LabelManaged] != "true" || cur.Data[SecretTokenKey] == nil {
-		return &errdefs.ContainerError{Op: "kubernetes update token", Container: name, Reason: errdefs.ErrRefused,
-			Msg: "Secret " + name + " is not a podbot sandbox's Secret holding a GitHub token", Err: errNoToken}
-	}
-	// A nil value marshals as null, which a merge patch reads as "remove".
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": cur.ResourceVersion},
-		"data":     map[string][]byte{SecretTokenKey: value},
+// tokenExec runs script in the token container with stdin.
+func (c *Client) tokenExec(ctx context.Context, name, op, script, stdin string) error {
+	var errOut limitedBuffer
+	errOut.max = maxInstallOutput
+	code, err := c.Exec(ctx, name, ExecOptions{
+		Container: TokenContainerName,
+		Cmd:       []string{"/bin/sh", "-c", script},
+		Stdin:     bytes.NewReader([]byte(stdin)),
+		Stderr:    &errOut,
 	})
 	if err != nil {
 		return err
 	}
-	if _, err := secrets.Patch(cctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return c.classify("update token", name, err)
+	if code != 0 {
+		return &errdefs.ContainerError{Op: "kubernetes " + op, Container: name, Reason: errdefs.ErrExecFailed,
+			Msg: fmt.Sprintf("the token container exited with status %d: %s", code, bounded(strings.TrimSpace(errOut.String())))}
 	}
 	return nil
 }

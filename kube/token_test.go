@@ -3,6 +3,9 @@ package kube
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,17 +17,16 @@ import (
 )
 
 const (
-	firstToken  = "ghs_first0123456789"
-	secondToken = "ghs_second0123456789"
-	testOrigin  = "https://github.com"
+	testToken  = "ghs_first0123456789"
+	testOrigin = "https://github.com"
 )
 
-func TestLaunchTokenMountedReadOnlyAndUpdated(t *testing.T) {
+func TestLaunchTokenContainer(t *testing.T) {
 	cs := fake.NewClientset()
 	runningReactor(cs, corev1.PodRunning, "")
 	c := NewForClientset(cs, "sb", Options{})
 	ctx := context.Background()
-	sb, err := c.Launch(ctx, testPlan(t, nil), LaunchOptions{Secret: SecretData{Token: firstToken, Origin: testOrigin}})
+	sb, err := c.Launch(ctx, testPlan(t, nil), LaunchOptions{Token: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,103 +34,120 @@ func TestLaunchTokenMountedReadOnlyAndUpdated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(pod.String(), firstToken) {
-		t.Fatal("the token is in the Pod spec")
-	}
+	assertNoSecret(t, cs)
 	var vol *corev1.Volume
 	for i, v := range pod.Spec.Volumes {
 		if v.Name == tokenVolume {
 			vol = &pod.Spec.Volumes[i]
 		}
 	}
-	if vol == nil || vol.Secret == nil || vol.Secret.SecretName != sb.Name || len(vol.Secret.Items) != 2 {
-		t.Fatalf("token volume %+v", vol)
+	if vol == nil || vol.EmptyDir == nil || vol.EmptyDir.Medium != corev1.StorageMediumMemory || vol.EmptyDir.SizeLimit == nil {
+		t.Fatalf("token volume %+v: want a bounded memory-backed emptyDir", vol)
 	}
-	var mount *corev1.VolumeMount
-	for i, m := range pod.Spec.Containers[0].VolumeMounts {
-		if m.MountPath == TokenMountPath {
-			mount = &pod.Spec.Containers[0].VolumeMounts[i]
+	if len(pod.Spec.Containers) != 2 || pod.Spec.Containers[0].Name != ContainerName || pod.Spec.Containers[1].Name != TokenContainerName {
+		t.Fatalf("containers %d: want the sandbox, then the token container", len(pod.Spec.Containers))
+	}
+	mountOf := func(ct corev1.Container) *corev1.VolumeMount {
+		for i, m := range ct.VolumeMounts {
+			if m.Name == tokenVolume {
+				return &ct.VolumeMounts[i]
+			}
+		}
+		return nil
+	}
+	sandbox, writer := pod.Spec.Containers[0], pod.Spec.Containers[1]
+	if m := mountOf(sandbox); m == nil || !m.ReadOnly || m.MountPath != TokenMountPath {
+		t.Errorf("sandbox token mount %+v: want read-only at %s", m, TokenMountPath)
+	}
+	if m := mountOf(writer); m == nil || m.ReadOnly || m.MountPath != TokenMountPath || len(writer.VolumeMounts) != 1 {
+		t.Errorf("token container mounts %+v: want the token volume alone, writable", writer.VolumeMounts)
+	}
+	wsc, ssc := writer.SecurityContext, sandbox.SecurityContext
+	if wsc == nil || wsc.ReadOnlyRootFilesystem == nil || !*wsc.ReadOnlyRootFilesystem || wsc.AllowPrivilegeEscalation == nil || *wsc.AllowPrivilegeEscalation ||
+		wsc.Capabilities == nil || len(wsc.Capabilities.Add) != 0 || !equalDrop(wsc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		wsc.RunAsNonRoot == nil || !*wsc.RunAsNonRoot || wsc.SeccompProfile == nil || ssc == nil {
+		t.Errorf("token container security context %+v: want the sandbox's hardening and a read-only root", wsc)
+	}
+	if writer.Image != sandbox.Image || writer.Resources.Limits.Memory().IsZero() || writer.Resources.Limits.Cpu().IsZero() {
+		t.Errorf("token container image %q resources %+v", writer.Image, writer.Resources)
+	}
+	if len(writer.Env) != 0 || len(writer.EnvFrom) != 0 {
+		t.Errorf("token container env %+v", writer.Env)
+	}
+}
+
+func equalDrop(a, b []corev1.Capability) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
 		}
 	}
-	if mount == nil || !mount.ReadOnly || mount.Name != tokenVolume {
-		t.Fatalf("token mount %+v", mount)
-	}
-	s, err := cs.CoreV1().Secrets("sb").Get(ctx, sb.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Immutable != nil && *s.Immutable {
-		t.Error("a Secret holding a token is immutable: it could not be refreshed")
-	}
-	if string(s.Data[SecretTokenKey]) != firstToken || string(s.Data[SecretOriginKey]) != testOrigin+"\n" {
-		t.Errorf("secret data %q %q", s.Data[SecretTokenKey], s.Data[SecretOriginKey])
-	}
-	if err := c.UpdateToken(ctx, sb.Name, secondToken); err != nil {
-		t.Fatal(err)
-	}
-	s, _ = cs.CoreV1().Secrets("sb").Get(ctx, sb.Name, metav1.GetOptions{})
-	if string(s.Data[SecretTokenKey]) != secondToken || string(s.Data[SecretOriginKey]) != testOrigin+"\n" {
-		t.Errorf("after UpdateToken: %q %q", s.Data[SecretTokenKey], s.Data[SecretOriginKey])
-	}
-	if err := c.UpdateToken(ctx, sb.Name, "two words"); !errors.Is(err, errdefs.ErrInvalidValue) {
-		t.Errorf("a token with a space: err %v, want ErrInvalidValue", err)
-	}
-	if err := c.WithdrawToken(ctx, sb.Name); err != nil {
-		t.Fatal(err)
-	}
-	s, _ = cs.CoreV1().Secrets("sb").Get(ctx, sb.Name, metav1.GetOptions{})
-	if _, ok := s.Data[SecretTokenKey]; ok || string(s.Data[SecretOriginKey]) != testOrigin+"\n" {
-		t.Errorf("after WithdrawToken: %v", s.Data)
-	}
-	if err := c.WithdrawToken(ctx, sb.Name); err != nil {
-		t.Errorf("a second WithdrawToken: %v", err)
-	}
-	if err := c.UpdateToken(ctx, sb.Name, secondToken); !errors.Is(err, errdefs.ErrRefused) {
-		t.Errorf("UpdateToken after WithdrawToken: err %v, want ErrRefused", err)
-	}
-	if err := c.Delete(ctx, sb.Name); err != nil {
-		t.Fatal(err)
-	}
-	assertNoSecret(t, cs)
-	if err := c.WithdrawToken(ctx, sb.Name); err != nil {
-		t.Errorf("WithdrawToken after Delete: %v", err)
-	}
-	if err := c.UpdateToken(ctx, sb.Name, secondToken); !errors.Is(err, errdefs.ErrNotFound) {
-		t.Errorf("UpdateToken after Delete: err %v, want ErrNotFound", err)
-	}
+	return true
 }
 
-func TestUpdateTokenRefusesForeignSecret(t *testing.T) {
-	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "sb"},
-		Data: map[string][]byte{SecretTokenKey: []byte("x")}}
-	cs := fake.NewClientset(other)
-	c := NewForClientset(cs, "sb", Options{})
-	if err := c.UpdateToken(context.Background(), "theirs", secondToken); !errors.Is(err, errdefs.ErrRefused) {
-		t.Fatalf("err %v, want ErrRefused", err)
-	}
-	s, _ := cs.CoreV1().Secrets("sb").Get(context.Background(), "theirs", metav1.GetOptions{})
-	if string(s.Data[SecretTokenKey]) != "x" {
-		t.Error("a foreign Secret was changed")
-	}
-}
-
-func TestBuildSecretRefusesBadToken(t *testing.T) {
-	pod, err := BuildPod(testPlan(t, nil), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, d := range map[string]SecretData{
-		"no origin":     {Token: firstToken},
-		"no token":      {Origin: testOrigin},
-		"odd origin":    {Token: firstToken, Origin: "https://github.com/x"},
-		"newline token": {Token: "a\nb", Origin: testOrigin},
+func TestWriteTokenRefusesBadInput(t *testing.T) {
+	c := NewForClientset(fake.NewClientset(), "sb", Options{})
+	for name, in := range map[string][2]string{
+		"empty token":   {"", testOrigin},
+		"newline token": {"a\nb", testOrigin},
+		"space token":   {"a b", testOrigin},
+		"long token":    {strings.Repeat("x", maxTokenLen+1), testOrigin},
+		"no origin":     {testToken, ""},
+		"path origin":   {testToken, "https://github.com/x"},
+		"newline":       {testToken, testOrigin + "\nhttps://evil.example"},
 	} {
-		if _, err := BuildSecret(pod, d); err == nil {
-			t.Errorf("%s: accepted", name)
+		err := c.WriteToken(context.Background(), "p", in[0], in[1])
+		if err == nil || errors.Is(err, errdefs.ErrUnsupported) {
+			t.Errorf("%s: err %v, want a refusal before any exec", name, err)
 		}
 	}
-	s, err := BuildSecret(pod, SecretData{Env: []string{"A=b"}})
-	if err != nil || s.Immutable == nil || !*s.Immutable {
-		t.Errorf("a Secret without a token: err %v, immutable %v", err, s.Immutable)
+}
+
+// TestTokenScripts runs the write and withdraw scripts with the token
+// directory moved to a temporary one: the files are replaced whole, a
+// token is written verbatim (never evaluated), and withdraw removes it.
+func TestTokenScripts(t *testing.T) {
+	dir := t.TempDir()
+	run := func(script, stdin string) {
+		t.Helper()
+		cmd := exec.Command("/bin/sh", "-c", strings.ReplaceAll(script, TokenMountPath, dir))
+		cmd.Dir = dir
+		cmd.Stdin = strings.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("script: %v: %s", err, out)
+		}
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}
+	hostile := "ghs_$(touch${IFS}pwned)`touch${IFS}pwned2`\\n%s"
+	run(writeTokenScript, hostile+"\n"+testOrigin+"\n")
+	if read(TokenFileName) != hostile || read(OriginFileName) != testOrigin+"\n" {
+		t.Fatalf("token %q origin %q", read(TokenFileName), read(OriginFileName))
+	}
+	if st, err := os.Stat(filepath.Join(dir, TokenFileName)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v, %v; want 0600", st.Mode(), err)
+	}
+	run(writeTokenScript, testToken+"\n"+testOrigin+"\n")
+	if read(TokenFileName) != testToken {
+		t.Fatalf("after a second write: %q", read(TokenFileName))
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("files left: %v (no temporaries, nothing the token made run)", entries)
+	}
+	run(withdrawTokenScript, "")
+	if _, err := os.Stat(filepath.Join(dir, TokenFileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the token is still there after withdraw: %v", err)
+	}
+	if read(OriginFileName) != testOrigin+"\n" {
+		t.Error("withdraw removed the origin")
 	}
 }
