@@ -243,3 +243,41 @@ func TestK8sRunGitHubToken(t *testing.T) {
 	c.nothingLeft(t, ctx, ns)
 	c.noSecrets(t, ctx, ns)
 }
+
+// TestK8sRunKeptPodLosesToken runs podbot run with a GitHub App and
+// without --rm on the cluster: the Pod stays, but its token file is gone
+// once podbot run returns (nothing refreshes it any more), the origin file
+// stays, and podbot rm -f then leaves no Pod, NetworkPolicy or Secret.
+func TestK8sRunKeptPodLosesToken(t *testing.T) {
+	c := k8sCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := c.k8sNamespace(t, ctx)
+	gh, _, keyPath := fakeGitHubAppTTL(t, time.Hour)
+	root := t.TempDir()
+	newHostRepo(t, root, "octo-org/demo", "feature")
+	gs, base := podGitServer(t, root, gh.Valid)
+
+	pb := c.podbot(ns)
+	pb.config = k8sRunConfig(`test -s /run/secrets/ghapp_token && echo "token-present"`) +
+		fmt.Sprintf("[github]\napp_id = %d\ninstallation_id = %d\nprivate_key_path = %q\napi_url = %q\nclone_base_url = %q\n",
+			gh.AppID(), gh.InstallationID(), keyPath, gh.URL, base)
+	pb.env = []string{"HOME=" + t.TempDir()}
+	r := pb.run(t, ctx, nil, "run", "--name", "kept-token", "--network", "open", "--repo", "octo-org/demo", "--branch", "feature")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "token-present") {
+		t.Fatalf("podbot run: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
+	tok, _, _ := gh.CurrentToken()
+	if gs.servedWith(tok) == 0 {
+		t.Error("the clone was not served with the installation token")
+	}
+	if ls := c.exec(t, ctx, ns, "kept-token", "", "ls", "-A", "/run/secrets"); ls.code != 0 || strings.TrimSpace(ls.stdout) != "git_origin" {
+		t.Errorf("/run/secrets in the kept Pod: exit %d, %q; want git_origin alone", ls.code, ls.stdout)
+	}
+	if rm := pb.run(t, ctx, nil, "rm", "-f", "kept-token"); rm.Code != 0 {
+		t.Fatalf("podbot rm: exit %d: %s", rm.Code, rm.Stderr)
+	}
+	c.waitGone(t, ctx, ns)
+	c.nothingLeft(t, ctx, ns)
+	c.noSecrets(t, ctx, ns)
+}
