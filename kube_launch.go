@@ -171,11 +171,11 @@ func (b *kubeBackend) installCredentials(ctx context.Context, sb *Sandbox, arch 
 // stop leaves the Pod running (a Pod cannot be stopped and started
 // again, so a kept sandbox runs until podbot rm), but takes its GitHub
 // token away: nothing refreshes it once podbot run returns.
-func (b *kubeBackend) stop(ctx context.Context, name string, _ time.Duration) error {
+func (b *kubeBackend) stop(ctx context.Context, _ string, _ time.Duration) error {
 	if b.token == nil {
 		return nil
 	}
-	return b.kc.WithdrawToken(ctx, name)
+	return b.token.withdraw(ctx)
 }
 
 // remove deletes the Pod, its NetworkPolicy and its Secret.

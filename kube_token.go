@@ -124,12 +124,18 @@ type kubeTokenStore struct {
 	mu      sync.Mutex
 	live    bool
 	pending string
+	// withdrawn: the token was taken out of the Pod, which gets no more.
+	withdrawn bool
 }
 
-// SetToken keeps value for the Pod to be made, or writes it into the Pod.
+// SetToken keeps value for the Pod to be made, or writes it into the Pod;
+// after withdraw it does nothing.
 func (s *kubeTokenStore) SetToken(ctx context.Context, value string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.withdrawn {
+		return nil
+	}
 	if !s.live {
 		s.pending = value
 		return nil
@@ -147,4 +153,16 @@ func (s *kubeTokenStore) attach(ctx context.Context) error {
 	}
 	s.live, s.pending = true, ""
 	return nil
+}
+
+// withdraw takes the token out of the Pod for good: a refresh racing with
+// it writes nothing afterwards.
+func (s *kubeTokenStore) withdraw(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.withdrawn, s.pending = true, ""
+	if !s.live {
+		return nil
+	}
+	return s.kc.WithdrawToken(ctx, s.name)
 }

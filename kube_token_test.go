@@ -105,6 +105,13 @@ func TestKubeBackendTokenInSecretNotInPod(t *testing.T) {
 	if err := b.token.SetToken(context.Background(), "ghs_second"); err != nil || b.token.pending != "ghs_second" {
 		t.Errorf("SetToken before attach: %v, pending %q", err, b.token.pending)
 	}
+	// Withdrawn (a kept Pod), the store takes no more tokens.
+	if err := b.stop(context.Background(), "ignored", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.token.SetToken(context.Background(), "ghs_third"); err != nil || b.token.pending != "" {
+		t.Errorf("SetToken after withdraw: %v, pending %q", err, b.token.pending)
+	}
 	// Nothing of the token is in the Pod spec or in a Secret.
 	pod, err := kube.BuildPod(plan, kube.Options{})
 	if err != nil {

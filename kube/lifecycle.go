@@ -96,11 +96,15 @@ func (c *Client) create(ctx context.Context, plan launchplan.Plan, sc *Sidecar, 
 	if plan.Network == "none" {
 		np = BuildNetworkPolicy(pod, egress.ModeNone)
 	}
+	wait := func(ctx context.Context) (*corev1.Pod, error) { return c.waitRunning(ctx, pod.Name) }
 	if sc != nil {
 		withSidecarInstall(pod)
-		return c.createObjects(ctx, pod, np, c.installThenRun(pod.Name, sc))
+		wait = c.installThenRun(pod.Name, sc)
 	}
-	return c.createObjects(ctx, pod, np, func(ctx context.Context) (*corev1.Pod, error) { return c.waitRunning(ctx, pod.Name) })
+	if hasTokenContainer(pod) {
+		wait = c.thenTokenRunning(pod.Name, wait)
+	}
+	return c.createObjects(ctx, pod, np, wait)
 }
 
 // createObjects creates np, then pod, makes the Pod the policy's owner and

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/gitcred"
@@ -157,4 +159,63 @@ func (c *Client) tokenExec(ctx context.Context, name, op, script, stdin string) 
 			Msg: fmt.Sprintf("the token container exited with status %d: %s", code, bounded(strings.TrimSpace(errOut.String())))}
 	}
 	return nil
+}
+
+// hasTokenContainer reports whether pod has a token container.
+func hasTokenContainer(pod *corev1.Pod) bool {
+	for _, ct := range pod.Spec.Containers {
+		if ct.Name == TokenContainerName {
+			return true
+		}
+	}
+	return false
+}
+
+// thenTokenRunning is wait followed by a wait for the token container: a
+// Pod is Running once one of its containers is, which need not be the
+// token container WriteToken execs into.
+func (c *Client) thenTokenRunning(name string, wait func(context.Context) (*corev1.Pod, error)) func(context.Context) (*corev1.Pod, error) {
+	return func(ctx context.Context) (*corev1.Pod, error) {
+		pod, err := wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		limit := c.opts.StartTimeout
+		if limit <= 0 {
+			limit = DefaultStartTimeout
+		}
+		deadline := time.Now().Add(limit)
+		for {
+			for _, st := range pod.Status.ContainerStatuses {
+				if st.Name != TokenContainerName {
+					continue
+				}
+				switch {
+				case st.State.Running != nil:
+					return pod, nil
+				case st.State.Terminated != nil:
+					return nil, &errdefs.ContainerError{Op: "kubernetes create", Container: name, Reason: errdefs.ErrUnavailable,
+						Msg: fmt.Sprintf("the Pod's token container ended (exit %d, %s)", st.State.Terminated.ExitCode, st.State.Terminated.Reason), Hint: "the Pod was deleted"}
+				case st.State.Waiting != nil && fatalReasons[st.State.Waiting.Reason]:
+					return nil, &errdefs.ContainerError{Op: "kubernetes create", Container: name, Reason: errdefs.ErrUnavailable,
+						Msg: "the Pod's token container cannot start: " + waitingMessage(st.Image, st.State.Waiting), Hint: "the Pod was deleted"}
+				}
+			}
+			if time.Now().After(deadline) {
+				return nil, &errdefs.ContainerError{Op: "kubernetes create", Container: name, Reason: errdefs.ErrTimeout,
+					Msg: fmt.Sprintf("the Pod's token container was not running after %s", limit), Hint: "the Pod was deleted"}
+			}
+			select {
+			case <-ctx.Done():
+				return nil, c.classify("create", name, ctx.Err())
+			case <-time.After(pollInterval):
+			}
+			gctx, cancel := context.WithTimeout(ctx, callTimeout)
+			pod, err = c.cs.CoreV1().Pods(c.namespace).Get(gctx, name, metav1.GetOptions{})
+			cancel()
+			if err != nil {
+				return nil, c.classify("create", name, err)
+			}
+		}
+	}
 }

@@ -11,7 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/podbot/podbot/errdefs"
 )
@@ -21,9 +24,42 @@ const (
 	testOrigin = "https://github.com"
 )
 
+// tokenReactor makes every created Pod Running with its token container
+// in state.
+func tokenReactor(cs *fake.Clientset, state corev1.ContainerState) {
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+		pod.UID, pod.Namespace = "uid-1", a.GetNamespace()
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{
+			{Name: ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+			{Name: TokenContainerName, State: state},
+		}
+		if err := cs.Tracker().Create(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, pod, pod.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, pod, nil
+	})
+}
+
+func TestLaunchWaitsForTokenContainer(t *testing.T) {
+	for name, st := range map[string]corev1.ContainerState{
+		"ended":      {Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}},
+		"cannot run": {Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError"}},
+	} {
+		cs := fake.NewClientset()
+		tokenReactor(cs, st)
+		_, err := NewForClientset(cs, "sb", Options{}).Launch(context.Background(), testPlan(t, nil), LaunchOptions{Token: true})
+		if !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "token container") {
+			t.Errorf("%s: err %v, want the token container named", name, err)
+		}
+		assertNothingLeft(t, cs)
+	}
+}
+
 func TestLaunchTokenContainer(t *testing.T) {
 	cs := fake.NewClientset()
-	runningReactor(cs, corev1.PodRunning, "")
+	tokenReactor(cs, corev1.ContainerState{Running: &corev1.ContainerStateRunning{}})
 	c := NewForClientset(cs, "sb", Options{})
 	ctx := context.Background()
 	sb, err := c.Launch(ctx, testPlan(t, nil), LaunchOptions{Token: true})
