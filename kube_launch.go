@@ -4,6 +4,7 @@ package podbot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -27,18 +28,22 @@ import (
 //     agent's exec only, read from the mount by a wrapper: they are not in
 //     the Pod spec and not in the exec request;
 //   - a GitHub repository is cloned by exec into an emptyDir at
-//     workspace.base_dir (public repositories: an installation token
-//     needs podbot-sidecar as git's askpass program, which Pods do not
-//     carry yet);
+//     workspace.base_dir; with a GitHub App, podbot-sidecar is streamed
+//     into the Pod and is git's askpass program there, and the
+//     installation token (limited to the repository) and its origin are
+//     written by exec into a memory volume the agent sees read-only at
+//     /run/secrets, and rewritten by the run's token refresh (see
+//     kube_token.go);
 //   - after the agent exits, a Pod that is not removed (no Remove) keeps
-//     running: a Pod cannot be stopped and started again.
+//     running, without its token: a Pod cannot be stopped and started
+//     again.
 //
 // An interrupted or failed run deletes the Pod, its NetworkPolicy and its
 // Secret. What the backend cannot do is refused before anything is made
 // (see CreateOnKubernetes).
 func RunOnKubernetes(ctx context.Context, kc *kube.Client, opts RunOptions) (RunResult, error) {
-	be := newKubeBackend(kc)
-	be.sidecarPath, opts.Launch.SidecarPath = opts.Launch.SidecarPath, ""
+	be := newKubeBackend(kc, opts.Launch.SidecarPath)
+	opts.Launch.SidecarPath = ""
 	return run(ctx, be, nil, opts)
 }
 
@@ -47,8 +52,8 @@ func RunOnKubernetes(ctx context.Context, kc *kube.Client, opts RunOptions) (Run
 // stream is bridged through the same ACP or Codex app-server policy.
 // The Pod, its NetworkPolicy and its Secret are deleted when it returns.
 func HostOnKubernetes(ctx context.Context, kc *kube.Client, opts HostOptions) (int, error) {
-	be := newKubeBackend(kc)
-	be.sidecarPath, opts.Launch.SidecarPath = opts.Launch.SidecarPath, ""
+	be := newKubeBackend(kc, opts.Launch.SidecarPath)
+	opts.Launch.SidecarPath = ""
 	return host(ctx, be, nil, opts)
 }
 
@@ -63,15 +68,22 @@ type kubeBackend struct {
 	podOpts []kube.PodOption
 	// secretEnv are the agent's variables in the Pod's Secret.
 	secretEnv map[string]string
-	// sidecarPath is the host's podbot-sidecar, which an allowlist
-	// sandbox's egress proxy runs from (kube_egress.go).
+	// sidecarPath is the host's podbot-sidecar (LaunchOptions.SidecarPath,
+	// which the Pod cannot mount): an allowlist sandbox's egress proxy runs
+	// from it (kube_egress.go); sidecar is it loaded, for a Pod that gets a
+	// GitHub token (see kube_token.go), and token that token's store.
 	sidecarPath string
+	sidecar     *kube.Sidecar
+	token       *kubeTokenStore
 }
 
-func newKubeBackend(kc *kube.Client) *kubeBackend { return &kubeBackend{kc: kc} }
+func newKubeBackend(kc *kube.Client, sidecarPath string) *kubeBackend {
+	return &kubeBackend{kc: kc, sidecarPath: sidecarPath}
+}
 
 // check refuses what needs the engine or the host: the credential vault,
-// a local clone, a host mount, a GitHub token.
+// a local clone, a host mount; a GitHub token needs the host's
+// podbot-sidecar, which it loads.
 func (b *kubeBackend) check(opts LaunchOptions) error {
 	cfg := opts.Config
 	switch {
@@ -85,8 +97,7 @@ func (b *kubeBackend) check(opts LaunchOptions) error {
 		return &errdefs.ConfigError{Key: "workspace.host_path", Reason: errdefs.ErrUnsupported,
 			Msg: "a host-mount workspace (--workspace PATH) needs a host path, which a Pod never gets on the kubernetes backend; use --repo OWNER/NAME (cloned in the Pod) or --backend engine"}
 	case opts.Repo != "" && opts.TokenSource != nil:
-		return &errdefs.ConfigError{Key: "github", Reason: errdefs.ErrUnsupported,
-			Msg: "a GitHub installation token goes only into a sandbox where podbot-sidecar is git's askpass program, and Pods do not carry podbot-sidecar yet; on the kubernetes backend clone public repositories with no [github] App configured, or use --backend engine"}
+		return b.loadSidecar()
 	}
 	return nil
 }
@@ -131,9 +142,18 @@ func (b *kubeBackend) start(ctx context.Context, plan launchplan.Plan, arch *cre
 	if arch != nil {
 		data.Credentials = arch.Tar
 	}
-	sb, err := b.kc.Launch(ctx, plan, kube.LaunchOptions{Secret: data, ScratchDirs: b.scratch, PodOptions: b.podOpts})
+	lo := kube.LaunchOptions{Secret: data, ScratchDirs: b.scratch, PodOptions: b.podOpts}
+	if b.token != nil {
+		lo.Sidecar, lo.Token = b.sidecar, true
+	}
+	sb, err := b.kc.Launch(ctx, plan, lo)
 	if err != nil {
 		return "", err
+	}
+	if b.token != nil {
+		if err := b.token.attach(ctx); err != nil {
+			return "", errors.Join(err, b.kc.Delete(ctx, sb.Name))
+		}
 	}
 	b.secretEnv = make(map[string]string, len(plan.AgentEnv))
 	for _, e := range plan.AgentEnv {
@@ -152,9 +172,15 @@ func (b *kubeBackend) installCredentials(ctx context.Context, sb *Sandbox, arch 
 	return sb.run(ctx, []string{"tar", "-x", "--no-same-owner", "-f", kube.CredentialsArchivePath(), "-C", arch.TargetHome}, nil, "", nil)
 }
 
-// stop does nothing: a Pod cannot be stopped and started again, so a kept
-// sandbox keeps running until podbot rm.
-func (b *kubeBackend) stop(context.Context, string, time.Duration) error { return nil }
+// stop leaves the Pod running (a Pod cannot be stopped and started
+// again, so a kept sandbox runs until podbot rm), but takes its GitHub
+// token away: nothing refreshes it once podbot run returns.
+func (b *kubeBackend) stop(ctx context.Context, _ string, _ time.Duration) error {
+	if b.token == nil {
+		return nil
+	}
+	return b.token.withdraw(ctx)
+}
 
 // remove deletes the Pod, its NetworkPolicy and its Secret.
 func (b *kubeBackend) remove(ctx context.Context, name string) error { return b.kc.Delete(ctx, name) }

@@ -34,7 +34,6 @@ func TestKubeBackendCheckRefuses(t *testing.T) {
 		"host path":   {LaunchOptions{HostPath: "/src"}, "workspace.host_path"},
 		"host mount":  {LaunchOptions{Config: config.Config{Workspace: config.Workspace{Source: config.SourceHostMount}}}, "workspace.host_path"},
 		"local clone": {LaunchOptions{LocalClone: &LocalCloneOptions{Path: "/src"}}, "workspace.source"},
-		"token":       {LaunchOptions{Repo: "acme/app", TokenSource: noTokens{}}, "github"},
 		"public repo": {LaunchOptions{Repo: "acme/app"}, ""},
 	} {
 		err := b.check(tc.opts)

@@ -244,7 +244,14 @@ func launch(ctx context.Context, be launchBackend, conn *engine.Conn, opts Launc
 	}
 	var ght *vaultToken
 	var gh *ghToken
-	if opts.TokenSource != nil && req.Workspace.Strategy == launchplan.WorkspaceGitHubClone {
+	if tc, ok := be.(tokenCarrier); ok && opts.TokenSource != nil && req.Workspace.Strategy == launchplan.WorkspaceGitHubClone {
+		// The backend carries the token into the sandbox itself.
+		progress(StepToken, "acquiring an installation token limited to "+opts.Repo)
+		if err := tc.prepareToken(ctx, sb, opts, &plan, logger); err != nil {
+			return nil, &StepError{StepToken, err}
+		}
+		sb.Plan = plan
+	} else if opts.TokenSource != nil && req.Workspace.Strategy == launchplan.WorkspaceGitHubClone {
 		progress(StepToken, "acquiring an installation token")
 		origin, err := tokenOrigin(opts)
 		if err != nil {
@@ -683,7 +690,7 @@ func (sb *Sandbox) clone(ctx context.Context, opts LaunchOptions) error {
 	// With a sidecar mounted it is git's askpass program: it answers only
 	// for the clone origin. Without one there is no token to hand out.
 	askpass := ""
-	if opts.SidecarPath != "" {
+	if opts.SidecarPath != "" || sb.token != nil {
 		askpass = SidecarTarget
 	}
 	env := workspace.CloneEnv(askpass)

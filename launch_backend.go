@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"path"
 	"time"
 
@@ -121,4 +122,14 @@ func (sb *Sandbox) backend() launchBackend {
 		return engineBackend{sb.conn}
 	}
 	return sb.be
+}
+
+// tokenCarrier is a launch backend that puts the GitHub token into the
+// sandbox itself (the kubernetes backend): Launch asks it instead of
+// making a token directory on the host.
+type tokenCarrier interface {
+	// prepareToken makes the sandbox's token daemon (sb.token), mints the
+	// first token and adapts plan to the token's scope and askpass
+	// program; the token enters the sandbox when it starts.
+	prepareToken(ctx context.Context, sb *Sandbox, opts LaunchOptions, plan *launchplan.Plan, logger *slog.Logger) error
 }

@@ -29,6 +29,13 @@ type LaunchOptions struct {
 	ScratchDirs []string
 	// PodOptions change the Pod further, after the scratch directories.
 	PodOptions []PodOption
+	// Sidecar, when set, is streamed into the Pod before its sandbox
+	// container starts, as into a tool Pod (see CreateToolPod), and is
+	// read-only at SidecarPath there: git's askpass program for a token.
+	Sidecar *Sidecar
+	// Token gives the Pod a token container and volume
+	// (WithTokenContainer), for WriteToken.
+	Token bool
 }
 
 // WithWorkingDir sets the sandbox container's working directory. A
@@ -54,8 +61,11 @@ func (c *Client) Launch(ctx context.Context, plan launchplan.Plan, opts LaunchOp
 		return Sandbox{}, err
 	}
 	podOpts := append([]PodOption{WithScratchDirs(opts.ScratchDirs...)}, opts.PodOptions...)
+	if opts.Token {
+		podOpts = append(podOpts, WithTokenContainer())
+	}
 	if opts.Secret.Empty() {
-		return c.Create(ctx, plan, podOpts...)
+		return c.create(ctx, plan, opts.Sidecar, podOpts...)
 	}
 	secret, err := BuildSecret(pod, opts.Secret)
 	if err != nil {
@@ -77,7 +87,7 @@ func (c *Client) Launch(ctx context.Context, plan launchplan.Plan, opts LaunchOp
 		}
 	}()
 	podOpts = append(podOpts, WithSecretVolume(secret.Name))
-	sb, err = c.Create(ctx, plan, podOpts...)
+	sb, err = c.create(ctx, plan, opts.Sidecar, podOpts...)
 	if err != nil {
 		return Sandbox{}, err
 	}

@@ -77,6 +77,12 @@ func sandboxOf(p *corev1.Pod) Sandbox {
 // interrupted Create leaves nothing behind. opts change the Pod BuildPod
 // made before it is created.
 func (c *Client) Create(ctx context.Context, plan launchplan.Plan, opts ...PodOption) (sb Sandbox, err error) {
+	return c.create(ctx, plan, nil, opts...)
+}
+
+// create is Create; with sc set, the Pod also gets the sidecar streamed in
+// (withSidecarInstall) before its sandbox container starts.
+func (c *Client) create(ctx context.Context, plan launchplan.Plan, sc *Sidecar, opts ...PodOption) (Sandbox, error) {
 	pod, err := BuildPod(plan, c.opts)
 	if err != nil {
 		return Sandbox{}, err
@@ -90,7 +96,15 @@ func (c *Client) Create(ctx context.Context, plan launchplan.Plan, opts ...PodOp
 	if plan.Network == "none" {
 		np = BuildNetworkPolicy(pod, egress.ModeNone)
 	}
-	return c.createObjects(ctx, pod, np, plan.Egress, func(ctx context.Context) (*corev1.Pod, error) { return c.waitRunning(ctx, pod.Name) })
+	wait := func(ctx context.Context) (*corev1.Pod, error) { return c.waitRunning(ctx, pod.Name) }
+	if sc != nil {
+		withSidecarInstall(pod)
+		wait = c.installThenRun(pod.Name, sc)
+	}
+	if hasTokenContainer(pod) {
+		wait = c.thenTokenRunning(pod.Name, wait)
+	}
+	return c.createObjects(ctx, pod, np, plan.Egress, wait)
 }
 
 // createObjects creates np, then pod, makes the Pod the policy's owner and

@@ -123,11 +123,25 @@ func BuildToolPod(plan launchplan.Plan, opts Options) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
+	withSidecarInstall(pod)
+	pod.Spec.Volumes = append(pod.Spec.Volumes,
+		corev1.Volume{Name: workspaceVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	sandbox := &pod.Spec.Containers[0]
+	sandbox.VolumeMounts = append(sandbox.VolumeMounts, corev1.VolumeMount{Name: workspaceVolume, MountPath: WorkspaceDir})
+	sandbox.WorkingDir = WorkspaceDir
+	return pod, nil
+}
+
+// withSidecarInstall adds to pod an emptyDir at SidecarDir, mounted
+// read-only in the sandbox container and written only by the install
+// container (InstallContainerName) that runs before it and waits until
+// the host has streamed the binary in (installSidecar). The install
+// container has the sandbox container's image, user, security context and
+// limits, and a read-only root filesystem.
+func withSidecarInstall(pod *corev1.Pod) {
 	limit := resource.NewQuantity(MaxSidecarBytes, resource.BinarySI)
 	pod.Spec.Volumes = append(pod.Spec.Volumes,
-		corev1.Volume{Name: sidecarVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: limit}}},
-		corev1.Volume{Name: workspaceVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-	)
+		corev1.Volume{Name: sidecarVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: limit}}})
 	sandbox := &pod.Spec.Containers[0]
 	install := corev1.Container{
 		Name:                     InstallContainerName,
@@ -141,13 +155,23 @@ func BuildToolPod(plan launchplan.Plan, opts Options) (*corev1.Pod, error) {
 	}
 	// The install container writes nothing but the sidecar volume.
 	install.SecurityContext.ReadOnlyRootFilesystem = ptr(true)
-	pod.Spec.InitContainers = []corev1.Container{install}
-	sandbox.VolumeMounts = append(sandbox.VolumeMounts,
-		corev1.VolumeMount{Name: sidecarVolume, MountPath: SidecarDir, ReadOnly: true},
-		corev1.VolumeMount{Name: workspaceVolume, MountPath: WorkspaceDir},
-	)
-	sandbox.WorkingDir = WorkspaceDir
-	return pod, nil
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, install)
+	sandbox.VolumeMounts = append(sandbox.VolumeMounts, corev1.VolumeMount{Name: sidecarVolume, MountPath: SidecarDir, ReadOnly: true})
+}
+
+// installThenRun is the wait of a Pod made withSidecarInstall: it waits
+// for the install container, streams sc into it and waits until the
+// sandbox container runs.
+func (c *Client) installThenRun(name string, sc *Sidecar) func(context.Context) (*corev1.Pod, error) {
+	return func(ctx context.Context) (*corev1.Pod, error) {
+		if err := c.waitInstallRunning(ctx, name); err != nil {
+			return nil, err
+		}
+		if err := c.installSidecar(ctx, name, sc); err != nil {
+			return nil, err
+		}
+		return c.waitRunning(ctx, name)
+	}
 }
 
 // CreateToolPod creates a tool session's Pod (BuildToolPod) and its
@@ -168,15 +192,7 @@ func (c *Client) CreateToolPod(ctx context.Context, plan launchplan.Plan, sc *Si
 	if plan.Network == "none" {
 		mode = egress.ModeNone
 	}
-	return c.createObjects(ctx, pod, BuildNetworkPolicy(pod, mode), plan.Egress, func(ctx context.Context) (*corev1.Pod, error) {
-		if err := c.waitInstallRunning(ctx, pod.Name); err != nil {
-			return nil, err
-		}
-		if err := c.installSidecar(ctx, pod.Name, sc); err != nil {
-			return nil, err
-		}
-		return c.waitRunning(ctx, pod.Name)
-	})
+	return c.createObjects(ctx, pod, BuildNetworkPolicy(pod, mode), plan.Egress, c.installThenRun(pod.Name, sc))
 }
 
 // waitInstallRunning polls the Pod until its install container runs.

@@ -88,6 +88,19 @@ type Options struct {
 	// Placeholder is the vault's placeholder for the token; it is
 	// required with Vault and never changes.
 	Placeholder string
+	// Store, when set, receives every token minted instead of a token
+	// directory on the host: the daemon writes nothing to disk, needs no
+	// RuntimeDir, and GitOrigin is the caller's to deliver. The kubernetes
+	// backend's store is the sandbox Pod's Secret. Not with Vault.
+	Store TokenStore
+}
+
+// TokenStore receives each installation token the daemon mints, when it
+// keeps no token directory. SetToken must replace the stored value
+// atomically; an error keeps the old value, and the daemon retries as for
+// a failed mint.
+type TokenStore interface {
+	SetToken(ctx context.Context, value string) error
 }
 
 // TokenVault receives each installation token the daemon mints, in vault
@@ -107,16 +120,22 @@ type Daemon struct {
 
 // New checks opts and returns a daemon; nothing is created on disk yet.
 func New(opts Options) (*Daemon, error) {
-	dirName := opts.DirName
-	if dirName == "" {
-		dirName = opts.ContainerID
-	}
-	dir, err := TokenDir(opts.RuntimeDir, dirName)
-	if err != nil {
-		return nil, err
+	var dir string
+	if opts.Store == nil {
+		dirName := opts.DirName
+		if dirName == "" {
+			dirName = opts.ContainerID
+		}
+		var err error
+		if dir, err = TokenDir(opts.RuntimeDir, dirName); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Source == nil || opts.Alive == nil {
 		return nil, errors.New("tokendaemon: Options.Source and Options.Alive are required")
+	}
+	if opts.Store != nil && opts.Vault != nil {
+		return nil, errors.New("tokendaemon: Options.Store and Options.Vault exclude each other")
 	}
 	if opts.Vault != nil {
 		if err := checkTokenValue(opts.Placeholder); err != nil {
@@ -154,11 +173,16 @@ func New(opts Options) (*Daemon, error) {
 }
 
 // Dir is the container's token directory; mount it read-only at
-// ContainerSecretsDir.
+// ContainerSecretsDir. It is empty with a Store.
 func (d *Daemon) Dir() string { return d.dir }
 
-// TokenPath is the token file on the host.
-func (d *Daemon) TokenPath() string { return filepath.Join(d.dir, TokenFileName) }
+// TokenPath is the token file on the host; empty with a Store.
+func (d *Daemon) TokenPath() string {
+	if d.dir == "" {
+		return ""
+	}
+	return filepath.Join(d.dir, TokenFileName)
+}
 
 // Prepare creates the token directory and writes a first token, so a
 // container can be started with the file in place. It returns the token
@@ -239,8 +263,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
-// Remove deletes the container's token directory.
+// Remove deletes the container's token directory; with a Store, whose
+// owner removes what it holds, it does nothing.
 func (d *Daemon) Remove() error {
+	if d.opts.Store != nil {
+		return nil
+	}
 	if err := os.RemoveAll(d.dir); err != nil {
 		return &errdefs.FilesystemError{Op: "remove", Path: d.dir, Msg: "cannot remove the token directory", Err: err}
 	}
@@ -248,6 +276,9 @@ func (d *Daemon) Remove() error {
 }
 
 func (d *Daemon) ensureDirs() error {
+	if d.opts.Store != nil {
+		return nil
+	}
 	if err := ensurePrivateDir(filepath.Dir(d.dir)); err != nil {
 		return err
 	}
@@ -267,7 +298,15 @@ func (d *Daemon) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if d.opts.Vault != nil {
+	switch {
+	case d.opts.Store != nil:
+		if err := checkTokenValue(tok.Value); err != nil {
+			return err
+		}
+		if err := d.opts.Store.SetToken(ctx, tok.Value); err != nil {
+			return err
+		}
+	case d.opts.Vault != nil:
 		if err := checkTokenValue(tok.Value); err != nil {
 			return err
 		}
@@ -279,8 +318,10 @@ func (d *Daemon) refresh(ctx context.Context) error {
 		if err := writeTokenFile(d.dir, d.opts.Placeholder); err != nil {
 			return err
 		}
-	} else if err := writeTokenFile(d.dir, tok.Value); err != nil {
-		return err
+	default:
+		if err := writeTokenFile(d.dir, tok.Value); err != nil {
+			return err
+		}
 	}
 	d.current, d.fetched = tok, fetched
 	return nil
