@@ -66,6 +66,18 @@ type PruneResult struct {
 	// PoolDirs are the directories of tools pool members whose container
 	// was gone.
 	PoolDirs []string `json:"pool_dirs"`
+	// Orphans are objects of sandboxes that no longer exist, other than
+	// egress proxies: on the kubernetes backend, NetworkPolicies and
+	// Secrets whose Pod is gone. The engine has none.
+	Orphans []PrunedObject `json:"orphans"`
+}
+
+// PrunedObject is one orphaned object Prune removed (or would remove).
+type PrunedObject struct {
+	// Kind is the object's kind (NetworkPolicy, Secret).
+	Kind string `json:"kind"`
+	// Name is the object's name.
+	Name string `json:"name"`
 }
 
 // Prune removes podbot's stopped containers (exited, dead, or created and
@@ -77,7 +89,7 @@ type PruneResult struct {
 // touched. A failed removal does not stop the others; the failures are
 // returned joined, with the result listing only what was removed.
 func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResult, error) {
-	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{}, EgressDirs: []string{}, PoolDirs: []string{}}
+	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{}, EgressDirs: []string{}, PoolDirs: []string{}, Orphans: []PrunedObject{}}
 	all, err := List(ctx, conn, ListOptions{All: true})
 	if err != nil {
 		return res, err

@@ -21,7 +21,7 @@ func TestBackendRefusesEngineOnlyCommands(t *testing.T) {
 	cfg := emptyConfig(t)
 	for _, args := range [][]string{
 		{"--backend", "kubernetes", "start", "x"},
-		{"--backend", "kubernetes", "prune"},
+		{"--backend", "kubernetes", "token-daemon"},
 		{"--backend", "kubernetes", "diff", "x"},
 	} {
 		code, _, errOut := run(t, []string{cfg}, args...)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
 )
 
@@ -258,5 +259,23 @@ func TestExecAgentEnv(t *testing.T) {
 	}
 	if got := f.redactor.Redact("token s3cret-value"); strings.Contains(got, "s3cret-value") {
 		t.Errorf("the redactor does not know the passed value: %q", got)
+	}
+}
+
+// TestPrintPrune: the kubernetes backend's orphans print beside the
+// engine's rows, and a result with only them is not "nothing to prune".
+func TestPrintPrune(t *testing.T) {
+	ios, out, errOut := testIO()
+	printPrune(&factory{ios: ios}, podbot.PruneResult{DryRun: true,
+		Containers: []podbot.Container{{ID: "0123456789abcdef0123", Name: "ended"}},
+		Orphans:    []podbot.PrunedObject{{Kind: "NetworkPolicy", Name: "gone"}, {Kind: "Secret", Name: "gone"}}})
+	want := "would remove container ended (0123456789ab)\nwould remove NetworkPolicy gone (its sandbox is gone)\nwould remove Secret gone (its sandbox is gone)\n"
+	if out.String() != want || !strings.Contains(errOut.String(), "would remove: containers 1") {
+		t.Errorf("stdout %q, stderr %q", out, errOut)
+	}
+	ios, out, errOut = testIO()
+	printPrune(&factory{ios: ios}, podbot.PruneResult{Orphans: []podbot.PrunedObject{{Kind: "Secret", Name: "gone"}}})
+	if out.String() != "removed Secret gone (its sandbox is gone)\n" || strings.Contains(errOut.String(), "nothing to prune") {
+		t.Errorf("stdout %q, stderr %q", out, errOut)
 	}
 }

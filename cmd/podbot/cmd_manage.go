@@ -262,13 +262,25 @@ func newPruneCmd(f *factory, runF func(context.Context, *pruneOptions) error) *c
 podbot image build left behind, with the egress proxies and internal
 networks of allowlist sandboxes, and those whose sandbox is gone. Running
 containers, and containers and images podbot did not create, are never
-touched. --dry-run only lists.`,
+touched. --dry-run only lists.
+
+On the kubernetes backend it removes, in the namespace, podbot's sandbox
+Pods that ended, cannot start, or are pool members left half-made (with
+their NetworkPolicy, Secret and egress proxy), and the NetworkPolicies,
+Secrets and egress proxies whose sandbox Pod is gone. Running sandboxes and
+ready pool members are never touched.`,
 		Example: `  podbot prune --dry-run
   podbot prune`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), opts)
+			}
+			if onKube, err := f.onKubernetes(); err != nil || onKube {
+				if err != nil {
+					return err
+				}
+				return pruneOnKubernetes(cmd.Context(), f, opts)
 			}
 			conn, err := f.engine(cmd.Context())
 			if err != nil {
@@ -279,35 +291,44 @@ touched. --dry-run only lists.`,
 				popts.ToolsWorkspaceRoot, _ = f.toolsWorkspaceRoot(loaded.Config.Tools.WorkspaceRoot)
 			}
 			res, err := podbot.Prune(cmd.Context(), conn, popts)
-			verb := "removed"
-			if res.DryRun {
-				verb = "would remove"
-			}
-			var total int64
-			for _, c := range res.Containers {
-				fmt.Fprintf(f.ios.Out, "%s container %s (%s)\n", verb, c.Name, shortID(c.ID))
-			}
-			for _, im := range res.Images {
-				total += im.Size
-				fmt.Fprintf(f.ios.Out, "%s image %s (%s)\n", verb, shortID(im.ID), humanBytes(im.Size))
-			}
-			for _, name := range res.Egress {
-				fmt.Fprintf(f.ios.Out, "%s egress proxy and network of %s (the sandbox is gone)\n", verb, name)
-			}
-			for _, d := range res.PoolDirs {
-				fmt.Fprintf(f.ios.Out, "%s pool member directory %s (the member is gone)\n", verb, d)
-			}
-			for _, name := range res.EgressDirs {
-				fmt.Fprintf(f.ios.Out, "%s egress directory of %s (the sandbox and its proxy are gone)\n", verb, name)
-			}
-			if len(res.Containers)+len(res.Images)+len(res.Egress)+len(res.EgressDirs) == 0 {
-				fmt.Fprintln(f.ios.ErrOut, "nothing to prune")
-			} else {
-				fmt.Fprintf(f.ios.ErrOut, "%s: containers %d, images %d (%s)\n", verb, len(res.Containers), len(res.Images), humanBytes(total))
-			}
+			printPrune(f, res)
 			return err
 		},
 	}
 	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "list what would be removed; remove nothing")
 	return cmd
+}
+
+// printPrune prints what prune removed (or would remove), one line each on
+// stdout, and a summary on stderr.
+func printPrune(f *factory, res podbot.PruneResult) {
+	verb := "removed"
+	if res.DryRun {
+		verb = "would remove"
+	}
+	var total int64
+	for _, c := range res.Containers {
+		fmt.Fprintf(f.ios.Out, "%s container %s (%s)\n", verb, c.Name, shortID(c.ID))
+	}
+	for _, im := range res.Images {
+		total += im.Size
+		fmt.Fprintf(f.ios.Out, "%s image %s (%s)\n", verb, shortID(im.ID), humanBytes(im.Size))
+	}
+	for _, name := range res.Egress {
+		fmt.Fprintf(f.ios.Out, "%s egress proxy and network of %s (the sandbox is gone)\n", verb, name)
+	}
+	for _, o := range res.Orphans {
+		fmt.Fprintf(f.ios.Out, "%s %s %s (its sandbox is gone)\n", verb, o.Kind, o.Name)
+	}
+	for _, d := range res.PoolDirs {
+		fmt.Fprintf(f.ios.Out, "%s pool member directory %s (the member is gone)\n", verb, d)
+	}
+	for _, name := range res.EgressDirs {
+		fmt.Fprintf(f.ios.Out, "%s egress directory of %s (the sandbox and its proxy are gone)\n", verb, name)
+	}
+	if len(res.Containers)+len(res.Images)+len(res.Egress)+len(res.EgressDirs)+len(res.Orphans)+len(res.PoolDirs) == 0 {
+		fmt.Fprintln(f.ios.ErrOut, "nothing to prune")
+	} else {
+		fmt.Fprintf(f.ios.ErrOut, "%s: containers %d, images %d (%s)\n", verb, len(res.Containers), len(res.Images), humanBytes(total))
+	}
 }

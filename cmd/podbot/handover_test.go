@@ -149,6 +149,7 @@ func TestKubeServedCoversTheBackend(t *testing.T) {
 		"exec":   execOnKubernetes(context.Background(), nil, nil),
 		"rm":     rmOnKubernetes(context.Background(), nil, nil),
 		"logs":   logsOnKubernetes(context.Background(), nil, nil),
+		"prune":  pruneOnKubernetes(context.Background(), nil, nil),
 	} {
 		if !kubeServed[name] || stub == nil {
 			t.Errorf("%s: served %v, stub error %v", name, kubeServed[name], stub)

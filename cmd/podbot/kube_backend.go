@@ -167,3 +167,16 @@ func (f *factory) kubePoolBackend(cfg config.Config) (pool.Backend, error) {
 	}
 	return podbot.NewKubePoolBackend(kc, podbot.PoolOptions{Config: cfg, Environ: f.environ, Logger: f.logger}), nil
 }
+
+// pruneOnKubernetes is podbot prune on the kubernetes backend: podbot's
+// leftovers in the namespace (podbot.PruneOnKubernetes), printed as the
+// engine's prune prints them.
+func pruneOnKubernetes(ctx context.Context, f *factory, opts *pruneOptions) error {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return err
+	}
+	res, err := podbot.PruneOnKubernetes(ctx, kc, podbot.PruneOptions{DryRun: opts.dryRun})
+	printPrune(f, res)
+	return err
+}

@@ -66,3 +66,7 @@ func (f *factory) kubePoolBackend(config.Config) (pool.Backend, error) {
 func networkOnKubernetes(context.Context, *factory, string, *networkOptions) error {
 	return errNoKubeBackend("network")
 }
+
+func pruneOnKubernetes(context.Context, *factory, *pruneOptions) error {
+	return errNoKubeBackend("prune")
+}
