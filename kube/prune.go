@@ -101,11 +101,13 @@ func (c *Client) Prune(ctx context.Context, opts PruneOptions) (PruneResult, err
 	t := now()
 	old := func(m metav1.ObjectMeta, d time.Duration) bool { return t.Sub(m.CreationTimestamp.Time) >= d }
 
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
+	// Each list has a call's time of its own: deletions come between.
+	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, callTimeout) }
 	managed := metav1.ListOptions{LabelSelector: labels.Set{launchplan.LabelManaged: "true"}.String()}
 	proxies := metav1.ListOptions{LabelSelector: labels.Set{egressnet.LabelRole: egressnet.RoleProxy}.String()}
+	cctx, cancel := call()
 	pods, err := c.cs.CoreV1().Pods(c.namespace).List(cctx, managed)
+	cancel()
 	if err != nil {
 		return res, c.classify("list", "", err)
 	}
@@ -139,7 +141,9 @@ func (c *Client) Prune(ctx context.Context, opts PruneOptions) (PruneResult, err
 		session, ok := sessions[m.Name]
 		return old(m, grace) && m.DeletionTimestamp == nil && (!ok || session != m.Labels[launchplan.LabelSession])
 	}
+	cctx, cancel = call()
 	nps, err := c.cs.NetworkingV1().NetworkPolicies(c.namespace).List(cctx, managed)
+	cancel()
 	if err != nil {
 		errs = append(errs, c.classify("list network policies", "", err))
 	} else {
@@ -149,7 +153,9 @@ func (c *Client) Prune(ctx context.Context, opts PruneOptions) (PruneResult, err
 			}
 		}
 	}
+	cctx, cancel = call()
 	secrets, err := c.cs.CoreV1().Secrets(c.namespace).List(cctx, managed)
+	cancel()
 	if err != nil {
 		errs = append(errs, c.classify("list secrets", "", err))
 	} else {
@@ -176,6 +182,8 @@ func (c *Client) Prune(ctx context.Context, opts PruneOptions) (PruneResult, err
 		ok, seen := left[sb]
 		left[sb] = (!seen || ok) && old(m, egressGrace) && m.DeletionTimestamp == nil
 	}
+	cctx, cancel = call()
+	defer cancel()
 	if l, err := c.cs.CoreV1().Pods(c.namespace).List(cctx, proxies); err != nil {
 		errs = append(errs, c.classify("list egress proxies", "", err))
 		left = nil

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -10,11 +11,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/podbot/podbot/egressnet"
+	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/launchplan"
 )
 
@@ -276,5 +279,18 @@ func TestPruneSkipsChangedPod(t *testing.T) {
 	res := prune(t, c, false)
 	if len(res.Pods) != 0 || f.conflicts.Load() != 1 || !exists(t, f.cs, "pod", "ended") {
 		t.Fatalf("a changed Pod was pruned: %+v (conflicts %d)", res, f.conflicts.Load())
+	}
+}
+
+// TestPruneListRefused: a list RBAC forbids is an error naming it, and the
+// other leftovers are still pruned.
+func TestPruneListRefused(t *testing.T) {
+	c, cs := pruneClient(sandboxPod("ended", young, corev1.PodFailed))
+	cs.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("rbac"))
+	})
+	res, err := c.Prune(t.Context(), PruneOptions{Now: func() time.Time { return pruneNow }})
+	if !errors.Is(err, errdefs.ErrPermissionDenied) || !slices.Equal(podNames(res), []string{"ended"}) {
+		t.Fatalf("res %+v, err %v", res, err)
 	}
 }
