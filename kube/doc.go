@@ -31,6 +31,12 @@
 // (BuildEgressNetworkPolicy), and a sandbox NetworkPolicy allowing the
 // proxy's port alone. All are owned by the sandbox Pod.
 //
+// Client.Prune removes podbot's leftovers in the namespace: sandbox Pods
+// that ended or cannot start, half-made pool members, and NetworkPolicies,
+// Secrets and egress proxy objects whose sandbox Pod is gone (left by a
+// create interrupted before it set their owner reference), each only when
+// its labels say podbot made it.
+//
 // Errors are *errdefs.ContainerError or *errdefs.ConfigError whose reason
 // names the cause: ErrConnectionFailed (API server unreachable), ErrAuth
 // (credentials rejected or expired), ErrPermissionDenied (RBAC forbids),
