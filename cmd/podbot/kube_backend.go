@@ -149,6 +149,16 @@ func logsOnKubernetes(ctx context.Context, f *factory, opts *logsOptions) error 
 	return kc.Logs(ctx, opts.ref, kube.LogsOptions{Follow: opts.follow, Tail: int64(opts.tail), Any: opts.any}, f.ios.Out)
 }
 
+// openKubeReview opens sandbox Pod ref for podbot diff, log, fetch and
+// apply (podbot.OpenKubeReview).
+func openKubeReview(ctx context.Context, f *factory, ref, repo string) (*podbot.Review, error) {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return nil, err
+	}
+	return podbot.OpenKubeReview(ctx, kc, ref, repo, f.environ)
+}
+
 // openKubeToolSession opens a container tool session whose sandbox is a
 // Pod (podbot.NewKubeToolSession).
 func openKubeToolSession(ctx context.Context, f *factory, opts podbot.ToolSessionOptions) (podbot.ToolSession, error) {
