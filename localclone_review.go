@@ -371,9 +371,11 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// forgetLocalClone drops the host's refs/podbot/base/<name> of a removed
-// local_clone sandbox, if it still names the sandbox's base; best effort.
-func forgetLocalClone(ctx context.Context, c Container, environ []string) {
+// ForgetLocalClone drops the host's refs/podbot/base/<name> of a removed
+// local_clone sandbox c (a container, or a Pod as KubeContainer shows it),
+// if it still names the sandbox's base; best effort. Remove does it for a
+// container.
+func ForgetLocalClone(ctx context.Context, c Container, environ []string) {
 	info, ok, err := localclone.ParseLabels(c.Name, c.Labels)
 	if err != nil || !ok {
 		return

@@ -34,7 +34,8 @@ func (p k8sPodbot) must(t *testing.T, ctx context.Context, args ...string) resul
 // TestK8sLocalClone: podbot create --repo PATH on the cluster copies the
 // host repository into the Pod over a pods/exec stdin (labels as Pod
 // annotations), a commit made there with podbot exec shows in podbot diff
-// and log, and podbot fetch brings the branch to the host.
+// and log, podbot fetch brings the branch to the host, and podbot rm
+// drops the host's base ref.
 func TestK8sLocalClone(t *testing.T) {
 	c := k8sCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -99,6 +100,9 @@ git rev-parse HEAD`, "sh", dir)
 		t.Errorf("diff from another repository: %+v", r)
 	}
 	pb.must(t, ctx, "rm", "-f", name)
+	if refs := h.git(t, "-C", h.dir, "for-each-ref", "refs/podbot/"); refs != "" {
+		t.Errorf("rm left the base ref: %s", refs)
+	}
 	c.waitGone(t, ctx, ns)
 }
 

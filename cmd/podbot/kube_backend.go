@@ -122,7 +122,8 @@ func psOnKubernetes(ctx context.Context, f *factory, opts *psOptions) ([]podbot.
 }
 
 // rmOnKubernetes is podbot rm on the kubernetes backend: each Pod and its
-// NetworkPolicy is deleted, and its name printed.
+// NetworkPolicy is deleted, and its name printed; a local clone's base
+// ref on the host is dropped, as on the engine.
 func rmOnKubernetes(ctx context.Context, f *factory, opts *rmOptions) error {
 	kc, err := f.kubeClient()
 	if err != nil {
@@ -135,7 +136,9 @@ func rmOnKubernetes(ctx context.Context, f *factory, opts *rmOptions) error {
 			errs = append(errs, err)
 			continue
 		}
-		fmt.Fprintln(f.ios.Out, podbot.KubeContainer(sb).Name)
+		c := podbot.KubeContainer(sb)
+		podbot.ForgetLocalClone(ctx, c, f.environ)
+		fmt.Fprintln(f.ios.Out, c.Name)
 	}
 	return errors.Join(errs...)
 }
