@@ -63,7 +63,7 @@ func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cf
 	if err != nil {
 		return err
 	}
-	lib.Environ, lib.Redactor = f.environ, f.redactor
+	lib.Environ, lib.Redactor, lib.LocalClone = f.environ, f.redactor, opts.localClone
 	if opts.pool != "" {
 		spec, err := f.poolSpec(opts.pool)
 		if err != nil {
