@@ -372,7 +372,7 @@ func create(ctx context.Context, conn *engine.Conn, opts CreateOptions, reserved
 		return CreateResult{}, engine.Classify("create", conn.Endpoint().String(), plan.Name, err)
 	}
 	if lcs != nil {
-		if err := lcs.copyIn(ctx, conn, id, plan); err != nil {
+		if err := lcs.copyIn(ctx, engineCloneIO{conn: conn, id: id, plan: plan}); err != nil {
 			cctx, ccancel := engine.CleanupContext(ctx)
 			defer ccancel()
 			return CreateResult{}, errors.Join(err, conn.Remove(cctx, id, true))

@@ -4,6 +4,7 @@ package podbot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -21,8 +22,10 @@ import (
 // binary is on the host and a Pod gets no host path. network.mode =
 // "allowlist" runs the sandbox's egress proxy in a Pod of its own, from
 // opts.SidecarPath (see package kube). What the backend cannot honour (the
-// privileged profile, [[secrets]], host mounts, local_clone workspaces) is
-// refused with an *errdefs.ConfigError. An interrupted or failed Create
+// privileged profile, [[secrets]], host mounts) is refused with an
+// *errdefs.ConfigError. A local_clone workspace (opts.LocalClone) is
+// bundled on the host as on the engine and streamed into an emptyDir at
+// its parent directory over a pods/exec stdin. An interrupted or failed Create
 // leaves no Pod, NetworkPolicy or proxy behind.
 // With opts.Pool it claims a ready Pod of that pool instead (see
 // NewKubePoolBackend).
@@ -36,10 +39,6 @@ func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions
 	if n := len(opts.Config.Secrets); n > 0 {
 		return CreateResult{}, &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
 			Msg: fmt.Sprintf("the %d [[secrets]] entries need the egress proxy's credential vault, which does not run on the kubernetes backend yet", n)}
-	}
-	if opts.LocalClone != nil {
-		return CreateResult{}, &errdefs.ConfigError{Key: "workspace.source", Reason: errdefs.ErrUnsupported,
-			Msg: "a local_clone workspace (--repo PATH) is copied in through the engine's copy API, which the kubernetes backend does not have yet; use --backend engine for it"}
 	}
 	sidecarPath := opts.SidecarPath
 	opts.SidecarPath = ""
@@ -57,9 +56,30 @@ func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions
 	if kc, err = kubeEgressClient(kc, plan, sidecarPath); err != nil {
 		return CreateResult{}, err
 	}
-	sb, err := kc.Create(ctx, plan)
+	var podOpts []kube.PodOption
+	var lcs *localCloneSetup
+	if opts.LocalClone != nil {
+		base, err := localCloneScratch(plan)
+		if err != nil {
+			return CreateResult{}, err
+		}
+		podOpts = append(podOpts, kube.WithScratchDirs(base), kube.WithWorkingDir(base))
+		if lcs, err = prepareLocalClone(ctx, opts.Environ, *opts.LocalClone, plan.Name, plan.WorkingDir); err != nil {
+			return CreateResult{}, err
+		}
+		defer lcs.cleanup()
+		for k, v := range lcs.info.Labels() {
+			plan.Labels[k] = v
+		}
+	}
+	sb, err := kc.Create(ctx, plan, podOpts...)
 	if err != nil {
 		return CreateResult{}, err
+	}
+	if lcs != nil {
+		if err := lcs.copyIn(ctx, kubeCloneIO{kc: kc, name: sb.Name}); err != nil {
+			return CreateResult{}, errors.Join(err, kc.Delete(ctx, sb.Name))
+		}
 	}
 	return CreateResult{ID: sb.UID, Name: sb.Name, Plan: plan}, nil
 }

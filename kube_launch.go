@@ -28,7 +28,9 @@ import (
 //     agent's exec only, read from the mount by a wrapper: they are not in
 //     the Pod spec and not in the exec request;
 //   - a GitHub repository is cloned by exec into an emptyDir at
-//     workspace.base_dir; with a GitHub App, podbot-sidecar is streamed
+//     workspace.base_dir; a local repository (--repo PATH) is bundled on
+//     the host as on the engine and its bundle streamed into that emptyDir
+//     over a pods/exec stdin (see kube_localclone.go); with a GitHub App, podbot-sidecar is streamed
 //     into the Pod and is git's askpass program there, and the
 //     installation token (limited to the repository) and its origin are
 //     written by exec into a memory volume the agent sees read-only at
@@ -82,17 +84,14 @@ func newKubeBackend(kc *kube.Client, sidecarPath string) *kubeBackend {
 }
 
 // check refuses what needs the engine or the host: the credential vault,
-// a local clone, a host mount; a GitHub token needs the host's
-// podbot-sidecar, which it loads.
+// a host mount; a GitHub token needs the host's podbot-sidecar, which it
+// loads. A local clone goes in over pods/exec (kube_localclone.go).
 func (b *kubeBackend) check(opts LaunchOptions) error {
 	cfg := opts.Config
 	switch {
 	case len(cfg.Secrets) > 0:
 		return &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
 			Msg: fmt.Sprintf("the %d [[secrets]] entries need the egress proxy's credential vault, which does not run on the kubernetes backend yet", len(cfg.Secrets))}
-	case localCloneOf(opts) != nil || cfg.Workspace.Source == config.SourceLocalClone:
-		return &errdefs.ConfigError{Key: "workspace.source", Reason: errdefs.ErrUnsupported,
-			Msg: "a local_clone workspace (--repo PATH) is copied in through the engine's copy API, which the kubernetes backend does not have yet; use --repo OWNER/NAME (cloned in the Pod) or --backend engine"}
 	case opts.HostPath != "" || cfg.Workspace.Source == config.SourceHostMount:
 		return &errdefs.ConfigError{Key: "workspace.host_path", Reason: errdefs.ErrUnsupported,
 			Msg: "a host-mount workspace (--workspace PATH) needs a host path, which a Pod never gets on the kubernetes backend; use --repo OWNER/NAME (cloned in the Pod) or --backend engine"}
@@ -126,6 +125,14 @@ func (b *kubeBackend) adapt(opts LaunchOptions, req launchplan.Request, plan *la
 		}
 		b.scratch = append(b.scratch, base)
 		// The clone makes the workspace; the container starts in its parent.
+		b.podOpts = append(b.podOpts, kube.WithWorkingDir(base))
+	}
+	if req.Workspace.Strategy == launchplan.WorkspaceLocalClone {
+		base, err := localCloneScratch(*plan)
+		if err != nil {
+			return err
+		}
+		b.scratch = append(b.scratch, base)
 		b.podOpts = append(b.podOpts, kube.WithWorkingDir(base))
 	}
 	return nil

@@ -33,7 +33,7 @@ func TestKubeBackendCheckRefuses(t *testing.T) {
 		"secrets":     {LaunchOptions{Config: config.Config{Secrets: []config.Secret{{Name: "api"}}}}, "secrets"},
 		"host path":   {LaunchOptions{HostPath: "/src"}, "workspace.host_path"},
 		"host mount":  {LaunchOptions{Config: config.Config{Workspace: config.Workspace{Source: config.SourceHostMount}}}, "workspace.host_path"},
-		"local clone": {LaunchOptions{LocalClone: &LocalCloneOptions{Path: "/src"}}, "workspace.source"},
+		"local clone": {LaunchOptions{LocalClone: &LocalCloneOptions{Path: "/src"}}, ""},
 		"public repo": {LaunchOptions{Repo: "acme/app"}, ""},
 	} {
 		err := b.check(tc.opts)
@@ -99,6 +99,48 @@ func TestKubeBackendAdapt(t *testing.T) {
 	// An allowlist sandbox's proxy runs from podbot-sidecar: none, refused.
 	if err := b.adapt(LaunchOptions{}, req, &plan); !errors.Is(err, errdefs.ErrMissingRequired) {
 		t.Errorf("allowlist without a sidecar: %v, want ErrMissingRequired", err)
+	}
+}
+
+// TestKubeBackendAdaptLocalClone: a local_clone workspace gets its parent
+// as a writable emptyDir, where the Pod starts (the copy makes its own
+// directory); a copy whose parent would be / is refused.
+func TestKubeBackendAdaptLocalClone(t *testing.T) {
+	req := launchplan.Request{Intent: launchplan.IntentInteractive, Image: "img", SessionID: "0123456789abcdef",
+		Agent: launchplan.Agent{Kind: "custom", Command: "/bin/agent"}, Egress: launchplan.Egress{Mode: egress.ModeNone},
+		Workspace: localCloneWorkspace(LocalCloneOptions{Path: "/home/me/app"}, "/work")}
+	plan, err := launchplan.Normalize(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b kubeBackend
+	if err := b.adapt(LaunchOptions{}, req, &plan); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(b.scratch, []string{launchplan.AgentHome, "/work"}) || plan.WorkingDir != "/work/app" {
+		t.Errorf("scratch %v, workdir %q", b.scratch, plan.WorkingDir)
+	}
+	pod, err := kube.BuildPod(plan, kube.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range append([]kube.PodOption{kube.WithScratchDirs(b.scratch...)}, b.podOpts...) {
+		if err := o(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if wd := pod.Spec.Containers[0].WorkingDir; wd != "/work" {
+		t.Errorf("the Pod starts in %q, want /work", wd)
+	}
+	mounted := false
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		mounted = mounted || m.MountPath == "/work"
+	}
+	if !mounted {
+		t.Errorf("no writable volume at /work: %+v", pod.Spec.Containers[0].VolumeMounts)
+	}
+	if _, err := localCloneScratch(launchplan.Plan{WorkingDir: "/app"}); !errors.Is(err, errdefs.ErrInvalidValue) {
+		t.Errorf("a copy at /app: %v", err)
 	}
 }
 

@@ -431,7 +431,11 @@ func launch(ctx context.Context, be launchBackend, conn *engine.Conn, opts Launc
 	}
 	if lcs != nil {
 		progress(StepWorkspace, fmt.Sprintf("copying %s at %s into %s on branch %s", termsafe.Line(lcs.info.Repo), lcs.info.Base[:12], lcs.info.Dir, lcs.info.Branch))
-		if err := lcs.copyIn(ctx, conn, sb.ID, sb.Plan); err != nil {
+		var sio cloneIO = engineCloneIO{conn: conn, id: sb.ID, plan: sb.Plan}
+		if cc, ok := be.(cloneCarrier); ok {
+			sio = cc.localCloneIO(sb.ID)
+		}
+		if err := lcs.copyIn(ctx, sio); err != nil {
 			return nil, &StepError{StepWorkspace, err}
 		}
 	}

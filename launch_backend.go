@@ -46,6 +46,13 @@ type launchBackend interface {
 	remove(ctx context.Context, id string) error
 }
 
+// cloneCarrier is a backend that reaches a local clone's sandbox without
+// the engine (a Pod, through pods/exec).
+type cloneCarrier interface {
+	// localCloneIO is the transport to sandbox id, as the agent's user.
+	localCloneIO(id string) cloneIO
+}
+
 // engineBackend is the local container engine. Embedding the connection
 // passes its ExecStream on, so hostflow bridges over the engine's stream.
 type engineBackend struct {

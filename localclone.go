@@ -111,19 +111,19 @@ func (s *localCloneSetup) cleanup() {
 	}
 }
 
-// copyIn puts the bundle into the container through the engine's copy API,
-// clones it there as user (so the copy belongs to the agent) and records
-// the base on the host as refs/podbot/base/<name>, which keeps it from
-// being garbage-collected.
-func (s *localCloneSetup) copyIn(ctx context.Context, conn *engine.Conn, id string, plan launchplan.Plan) error {
-	baseDir, user := path.Dir(s.info.Dir), plan.User
+// copyIn puts the bundle into the sandbox through sio (the engine's copy
+// API, or a Pod's exec stdin), clones it there as the agent's user (so the
+// copy belongs to the agent) and records the base on the host as
+// refs/podbot/base/<name>, which keeps it from being garbage-collected.
+func (s *localCloneSetup) copyIn(ctx context.Context, sio cloneIO) error {
+	baseDir := path.Dir(s.info.Dir)
 	run := func(argv []string, out *bytes.Buffer) error {
 		var errBuf bytes.Buffer
-		o := engine.ExecOptions{Cmd: argv, User: user, Stderr: &limitedBuffer{buf: &errBuf, max: maxStepOutput}}
+		var stdout io.Writer
 		if out != nil {
-			o.Stdout = &limitedBuffer{buf: out, max: maxStepOutput}
+			stdout = &limitedBuffer{buf: out, max: maxStepOutput}
 		}
-		code, err := conn.Exec(ctx, id, o)
+		code, err := sio.run(ctx, argv, nil, stdout, &limitedBuffer{buf: &errBuf, max: maxStepOutput})
 		if err != nil {
 			return err
 		}
@@ -134,9 +134,9 @@ func (s *localCloneSetup) copyIn(ctx context.Context, conn *engine.Conn, id stri
 		return nil
 	}
 	if err := run([]string{"mkdir", "-p", "--", baseDir}, nil); err != nil {
-		// The agent may not create it (a non-root user under /): the copy
-		// API makes it, owned by the agent's numeric user when known.
-		if cerr := makeDir(ctx, conn, id, baseDir, plan); cerr != nil {
+		// The agent may not create it (a non-root user under /): the
+		// transport makes it, owned by the agent's user when it can.
+		if cerr := sio.makeDir(ctx, baseDir); cerr != nil {
 			return errors.Join(err, cerr)
 		}
 	}
@@ -150,35 +150,15 @@ func (s *localCloneSetup) copyIn(ctx context.Context, conn *engine.Conn, id stri
 		return &errdefs.FilesystemError{Op: "stat", Path: s.bundle, Err: err}
 	}
 	name := ".podbot-" + s.info.Name + ".bundle"
-	shallowName := ""
-	if s.shallow != "" {
-		shallowName = ".podbot-" + s.info.Name + ".shallow"
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		tw := tar.NewWriter(pw)
-		err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: fi.Size(), ModTime: time.Now()})
-		if err == nil {
-			_, err = io.Copy(tw, f)
-		}
-		if err == nil && shallowName != "" {
-			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: shallowName, Mode: 0o644, Size: int64(len(s.shallow)), ModTime: time.Now()})
-			if err == nil {
-				_, err = io.WriteString(tw, s.shallow)
-			}
-		}
-		if err == nil {
-			err = tw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
-	if err := conn.CopyTar(ctx, id, baseDir, pr); err != nil {
-		pr.CloseWithError(err)
-		return err
-	}
+	files := []cloneFile{{name: name, size: fi.Size(), data: f}}
 	shallowPath := ""
-	if shallowName != "" {
+	if s.shallow != "" {
+		shallowName := ".podbot-" + s.info.Name + ".shallow"
+		files = append(files, cloneFile{name: shallowName, size: int64(len(s.shallow)), data: strings.NewReader(s.shallow)})
 		shallowPath = path.Join(baseDir, shallowName)
+	}
+	if err := sio.put(ctx, baseDir, files); err != nil {
+		return err
 	}
 	var out bytes.Buffer
 	if err := run(localclone.CopyInCommand(path.Join(baseDir, name), s.info.Dir, s.info.Branch, shallowPath), &out); err != nil {
@@ -225,7 +205,7 @@ func CopyLocalRepo(ctx context.Context, conn *engine.Conn, id string, plan launc
 		return localclone.Info{}, err
 	}
 	defer s.cleanup()
-	if err := s.copyIn(ctx, conn, id, plan); err != nil {
+	if err := s.copyIn(ctx, engineCloneIO{conn: conn, id: id, plan: plan}); err != nil {
 		return localclone.Info{}, err
 	}
 	return s.info, nil

@@ -30,8 +30,7 @@ type Review struct {
 	// not take (names made terminal-safe).
 	Ignored []string
 
-	conn *engine.Conn
-	id   string
+	sio  cloneIO
 	git  localclone.Git
 	repo localclone.Repo
 }
@@ -43,6 +42,14 @@ func OpenReview(ctx context.Context, conn *engine.Conn, ref, repoPath string, en
 	if err != nil {
 		return nil, err
 	}
+	// Execs run as the container's configured user: the agent's.
+	return openReview(ctx, c, c.Running(), "start it with `podbot start "+c.Name+"`", engineCloneIO{conn: conn, id: c.ID}, repoPath, environ)
+}
+
+// openReview checks that sandbox c, reached through sio, was made from
+// the repository at repoPath and is running (else the error's hint is
+// stoppedHint), and opens it.
+func openReview(ctx context.Context, c Container, running bool, stoppedHint string, sio cloneIO, repoPath string, environ []string) (*Review, error) {
 	info, ok, err := localclone.ParseLabels(c.Name, c.Labels)
 	if err != nil {
 		return nil, err
@@ -60,12 +67,11 @@ func OpenReview(ctx context.Context, conn *engine.Conn, ref, repoPath string, en
 			Msg:  "sandbox " + c.Name + " was made from " + termsafe.Line(info.Repo) + ", not from this repository",
 			Hint: "run the command in " + termsafe.Line(info.Repo) + " or pass --repo " + termsafe.Line(info.Repo)}
 	}
-	if !c.Running() {
+	if !running {
 		return nil, &errdefs.ContainerError{Op: "review", Container: c.Name, Reason: errdefs.ErrRefused,
-			Msg: "the sandbox is not running (state " + c.State + ")", Hint: "start it with `podbot start " + c.Name + "`"}
+			Msg: "the sandbox is not running (state " + termsafe.Line(c.State) + ")", Hint: stoppedHint}
 	}
-	// Execs run as the container's configured user: the agent's.
-	return &Review{Info: info, conn: conn, id: c.ID, git: g, repo: repo}, nil
+	return &Review{Info: info, sio: sio, git: g, repo: repo}, nil
 }
 
 // export asks the sandbox for its bundle (with commit, after committing
@@ -80,8 +86,7 @@ func (r *Review) export(ctx context.Context, tmp string, commit bool) (*localclo
 	defer f.Close()
 	var errBuf bytes.Buffer
 	lw := &capWriter{w: f, max: MaxSandboxBundle}
-	code, err := r.conn.Exec(ctx, r.id, engine.ExecOptions{Cmd: localclone.ExportCommand(r.Info, commit),
-		Stdout: lw, Stderr: &limitedBuffer{buf: &errBuf, max: maxStepOutput}})
+	code, err := r.sio.run(ctx, localclone.ExportCommand(r.Info, commit), nil, lw, &limitedBuffer{buf: &errBuf, max: maxStepOutput})
 	if err != nil {
 		return nil, err
 	}
@@ -366,9 +371,11 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// forgetLocalClone drops the host's refs/podbot/base/<name> of a removed
-// local_clone sandbox, if it still names the sandbox's base; best effort.
-func forgetLocalClone(ctx context.Context, c Container, environ []string) {
+// ForgetLocalClone drops the host's refs/podbot/base/<name> of a removed
+// local_clone sandbox c (a container, or a Pod as KubeContainer shows it),
+// if it still names the sandbox's base; best effort. Remove does it for a
+// container.
+func ForgetLocalClone(ctx context.Context, c Container, environ []string) {
 	info, ok, err := localclone.ParseLabels(c.Name, c.Labels)
 	if err != nil || !ok {
 		return

@@ -276,7 +276,7 @@ func Remove(ctx context.Context, conn *engine.Conn, ref string, opts RemoveOptio
 		return c, err
 	}
 	err = removeSidecarLink(link)
-	forgetLocalClone(ctx, c, opts.Environ)
+	ForgetLocalClone(ctx, c, opts.Environ)
 	if c.Labels[egressnet.LabelMode] == string(egress.ModeAllowlist) {
 		err = errors.Join(err, removeEgress(ctx, conn, egressNameOf(c), c.Labels[LabelEgressDir]))
 	}

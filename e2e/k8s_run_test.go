@@ -569,7 +569,6 @@ func TestK8sRunRefusals(t *testing.T) {
 		want   string
 	}{
 		{fmt.Sprintf("[workspace]\nallowed_roots = [%q]\n", ws), []string{"run", "--workspace", ws}, "host-mount workspace"},
-		{"", []string{"run", "--repo", ws}, "local_clone"},
 		{"[[secrets]]\nname = \"api\"\nsource = \"env:API_KEY\"\nhosts = [\"api.example.com\"]\nheader = \"x-api-key: {}\"\nenv = \"API_KEY\"\n",
 			[]string{"run", "--network", "allowlist"}, "[[secrets]]"},
 		{"[sandbox]\nprivileged = true\n", []string{"run"}, "sandbox.privileged"},

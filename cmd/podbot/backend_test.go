@@ -22,7 +22,6 @@ func TestBackendRefusesEngineOnlyCommands(t *testing.T) {
 	for _, args := range [][]string{
 		{"--backend", "kubernetes", "start", "x"},
 		{"--backend", "kubernetes", "token-daemon"},
-		{"--backend", "kubernetes", "diff", "x"},
 	} {
 		code, _, errOut := run(t, []string{cfg}, args...)
 		if code != exitConfig || !strings.Contains(errOut, "sandbox.backend (from --backend)") || !strings.Contains(errOut, "kubernetes backend yet") {

@@ -30,6 +30,9 @@ type createOptions struct {
 
 	// runtimeDir is $XDG_RUNTIME_DIR (an allowlist sandbox's egress files).
 	runtimeDir string
+	// localClone is the local repository to copy in (localCloneOf), on
+	// either backend.
+	localClone *podbot.LocalCloneOptions
 
 	// set records which flags were given, so unset ones keep the config's value.
 	readOnlySet, privilegedSet bool
@@ -194,12 +197,34 @@ func (o *createOptions) toLibrary(cfg config.Config, sidecar string) (podbot.Cre
 	return out, nil
 }
 
+// localCloneOf is the local repository create copies in: --repo PATH,
+// or workspace.repo_path when workspace.source is local_clone (nil for
+// none).
+func (opts *createOptions) localCloneOf(f *factory, cfg config.Config) (*podbot.LocalCloneOptions, error) {
+	if opts.repo != "" {
+		if !isLocalRepo(opts.repo) {
+			return nil, &usageError{msg: fmt.Sprintf("--repo %q: podbot create copies a local repository; give its path (/..., ./..., ~/...)", opts.repo)}
+		}
+		return opts.local.options(opts.repo, f.getenv("HOME"))
+	}
+	if w := cfg.Workspace; w.Source == config.SourceLocalClone && w.RepoPath != "" {
+		return &podbot.LocalCloneOptions{Path: w.RepoPath, Base: opts.local.base, Dirty: opts.local.dirty, Depth: opts.local.depth}, nil
+	}
+	if opts.local.base != "" || opts.local.dirty || opts.local.depth != 0 {
+		return nil, &usageError{msg: "--base, --dirty and --depth go with --repo PATH"}
+	}
+	return nil, nil
+}
+
 func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 	loaded, err := f.config(opts.configOverrides())
 	if err != nil {
 		return err
 	}
 	f.warnEgress(loaded)
+	if opts.localClone, err = opts.localCloneOf(f, loaded.Config); err != nil {
+		return err
+	}
 	if loaded.Config.Sandbox.Backend == config.BackendKubernetes {
 		return createOnKubernetes(ctx, f, opts, loaded.Config)
 	}
@@ -223,18 +248,7 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		}
 		lib.Pool, lib.PoolWait = &spec, opts.wait
 	}
-	if opts.repo != "" {
-		if !isLocalRepo(opts.repo) {
-			return &usageError{msg: fmt.Sprintf("--repo %q: podbot create copies a local repository; give its path (/..., ./..., ~/...)", opts.repo)}
-		}
-		if lib.LocalClone, err = opts.local.options(opts.repo, f.getenv("HOME")); err != nil {
-			return err
-		}
-	} else if w := loaded.Config.Workspace; w.Source == config.SourceLocalClone && w.RepoPath != "" {
-		lib.LocalClone = &podbot.LocalCloneOptions{Path: w.RepoPath, Base: opts.local.base, Dirty: opts.local.dirty, Depth: opts.local.depth}
-	} else if opts.local.base != "" || opts.local.dirty || opts.local.depth != 0 {
-		return &usageError{msg: "--base, --dirty and --depth go with --repo PATH"}
-	}
+	lib.LocalClone = opts.localClone
 	conn, err := f.engine(ctx)
 	if err != nil {
 		return err

@@ -25,7 +25,8 @@ type reviewOptions struct {
 // reviewHelp is the shared part of the review commands' help.
 const reviewHelp = `The sandbox must have been made from this repository with --repo PATH
 (run the command inside it, or pass --repo PATH) and be running. Its work
-comes back as a git bundle through the engine (no network, no mount) and
+comes back as a git bundle through the engine, or a pods/exec stream on
+the kubernetes backend (no network, no mount), and
 is untrusted: the bundle's header is parsed with bounds, only the
 sandbox's own branch is taken (other refs are ignored and named), its
 objects are checked with git index-pack --strict in a quarantine
@@ -42,6 +43,13 @@ func openReview(ctx context.Context, f *factory, ref string, o *reviewOptions) (
 	abs, err := filepath.Abs(repo)
 	if err != nil {
 		return nil, &errdefs.FilesystemError{Op: "resolve", Path: repo, Err: err}
+	}
+	onKube, err := f.onKubernetes()
+	if err != nil {
+		return nil, err
+	}
+	if onKube {
+		return openKubeReview(ctx, f, ref, abs)
 	}
 	conn, err := f.engine(ctx)
 	if err != nil {

@@ -23,7 +23,8 @@ const companionName = "podbot-kube"
 // client-go. With sandbox.backend = "kubernetes" the lean podbot hands them
 // to the companion; every other command runs here (engineOnly ones are
 // refused by checkBackend).
-var kubeServed = map[string]bool{"create": true, "run": true, "host": true, "exec": true, "ps": true, "logs": true, "rm": true, "tools": true, "pool": true, "network": true, "prune": true}
+var kubeServed = map[string]bool{"create": true, "run": true, "host": true, "exec": true, "ps": true, "logs": true, "rm": true, "tools": true, "pool": true, "network": true, "prune": true,
+	"diff": true, "log": true, "fetch": true, "apply": true}
 
 // handOver is what passing a command to the companion needs. newFactory
 // fills it from the process; tests replace the functions.

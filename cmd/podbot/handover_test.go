@@ -164,6 +164,14 @@ func TestKubeServedCoversTheBackend(t *testing.T) {
 	if _, err := hostOnKubernetes(context.Background(), nil, podbot.HostOptions{}); !kubeServed["host"] || err == nil {
 		t.Errorf("host: served %v, stub error %v", kubeServed["host"], err)
 	}
+	if _, err := openKubeReview(context.Background(), nil, "", ""); err == nil {
+		t.Errorf("review: stub error %v", err)
+	}
+	for _, name := range []string{"diff", "log", "fetch", "apply"} {
+		if !kubeServed[name] {
+			t.Errorf("%s is not handed over", name)
+		}
+	}
 	if _, err := openKubeToolSession(context.Background(), nil, podbot.ToolSessionOptions{}); !kubeServed["tools"] || err == nil {
 		t.Errorf("tools: served %v, stub error %v", kubeServed["tools"], err)
 	}

@@ -63,7 +63,7 @@ func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cf
 	if err != nil {
 		return err
 	}
-	lib.Environ, lib.Redactor = f.environ, f.redactor
+	lib.Environ, lib.Redactor, lib.LocalClone = f.environ, f.redactor, opts.localClone
 	if opts.pool != "" {
 		spec, err := f.poolSpec(opts.pool)
 		if err != nil {
@@ -122,7 +122,8 @@ func psOnKubernetes(ctx context.Context, f *factory, opts *psOptions) ([]podbot.
 }
 
 // rmOnKubernetes is podbot rm on the kubernetes backend: each Pod and its
-// NetworkPolicy is deleted, and its name printed.
+// NetworkPolicy is deleted, and its name printed; a local clone's base
+// ref on the host is dropped, as on the engine.
 func rmOnKubernetes(ctx context.Context, f *factory, opts *rmOptions) error {
 	kc, err := f.kubeClient()
 	if err != nil {
@@ -135,7 +136,9 @@ func rmOnKubernetes(ctx context.Context, f *factory, opts *rmOptions) error {
 			errs = append(errs, err)
 			continue
 		}
-		fmt.Fprintln(f.ios.Out, podbot.KubeContainer(sb).Name)
+		c := podbot.KubeContainer(sb)
+		podbot.ForgetLocalClone(ctx, c, f.environ)
+		fmt.Fprintln(f.ios.Out, c.Name)
 	}
 	return errors.Join(errs...)
 }
@@ -147,6 +150,16 @@ func logsOnKubernetes(ctx context.Context, f *factory, opts *logsOptions) error 
 		return err
 	}
 	return kc.Logs(ctx, opts.ref, kube.LogsOptions{Follow: opts.follow, Tail: int64(opts.tail), Any: opts.any}, f.ios.Out)
+}
+
+// openKubeReview opens sandbox Pod ref for podbot diff, log, fetch and
+// apply (podbot.OpenKubeReview).
+func openKubeReview(ctx context.Context, f *factory, ref, repo string) (*podbot.Review, error) {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return nil, err
+	}
+	return podbot.OpenKubeReview(ctx, kc, ref, repo, f.environ)
 }
 
 // openKubeToolSession opens a container tool session whose sandbox is a

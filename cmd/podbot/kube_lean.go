@@ -55,6 +55,10 @@ func logsOnKubernetes(context.Context, *factory, *logsOptions) error {
 	return errNoKubeBackend("logs")
 }
 
+func openKubeReview(context.Context, *factory, string, string) (*podbot.Review, error) {
+	return nil, errNoKubeBackend("diff, log, fetch and apply")
+}
+
 func openKubeToolSession(context.Context, *factory, podbot.ToolSessionOptions) (podbot.ToolSession, error) {
 	return nil, errNoKubeBackend("tools")
 }
