@@ -482,6 +482,15 @@ func (s *stringSpan) next(i int) int {
 func (s *scanner) str(i int) (end int, escaped bool, err error) {
 	data := s.data
 	n := len(data)
+	// Fast path: a plain string of at most seven bytes (most names and
+	// short values) ends within the first word.
+	if i+9 <= n {
+		if m := specialBytes(binary.LittleEndian.Uint64(data[i+1 : i+9])); m != 0 {
+			if j := i + 1 + bits.TrailingZeros64(m)/8; data[j] == '"' {
+				return j + 1, false, nil
+			}
+		}
+	}
 	span := stringSpan{data: data}
 	for i++; ; {
 		if i = span.next(i); i >= n {
