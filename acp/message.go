@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"unicode/utf8"
 )
 
 // message is a parsed top-level JSON-RPC frame. Its slices point into the
@@ -46,7 +47,12 @@ func trimTerminator(frame []byte) (content, term []byte) {
 
 // isBlank reports whether content holds only JSON whitespace.
 func isBlank(content []byte) bool {
-	return len(bytes.TrimLeft(content, " \t\r\n")) == 0
+	for _, c := range content {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
 }
 
 // parseObject reads exactly one JSON object from data and returns its
@@ -91,6 +97,9 @@ func parseMessage(content []byte, buf []member) (message, error) {
 		return m, err
 	}
 	for _, mb := range members {
+		if k := mb.key; len(k) != len("id") && len(k) != len("method") && isASCII(k) {
+			continue // an ASCII name of another length folds to none of the three
+		}
 		switch {
 		case mb.named("method"):
 			if m.hasMethod {
@@ -118,6 +127,16 @@ func parseMessage(content []byte, buf []member) (message, error) {
 		}
 	}
 	return m, nil
+}
+
+// isASCII reports whether b holds only ASCII bytes.
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // scalarID reports whether raw is a JSON string, number or null: the id

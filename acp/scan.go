@@ -70,8 +70,40 @@ func equalFoldASCII(b []byte, name string) bool {
 type scanner struct {
 	data     []byte
 	refuseCR bool
-	// nest holds one bit per open container: 1 for an array, 0 for an object.
-	nest [maxNesting/64 + 1]uint64
+	// nest holds one bit per open container below depth 64: 1 for an
+	// array, 0 for an object. deep holds the bits of all open containers
+	// once a frame nests deeper; it is allocated only then, so that the
+	// common frame does not clear 1.2 KiB of bits.
+	nest uint64
+	deep *[maxNesting/64 + 1]uint64
+}
+
+// push records a container opened at depth (0-based): array or object.
+func (s *scanner) push(depth int, array bool) {
+	d := uint(depth)
+	if d >= 64 && s.deep == nil {
+		s.deep = new([maxNesting/64 + 1]uint64)
+		s.deep[0] = s.nest
+	}
+	word, bit := &s.nest, uint64(1)<<(d%64)
+	if s.deep != nil {
+		word = &s.deep[d/64]
+	}
+	if array {
+		*word |= bit
+	} else {
+		*word &^= bit
+	}
+}
+
+// inArray reports whether the container open at depth (0-based) is an array.
+func (s *scanner) inArray(depth int) bool {
+	d := uint(depth)
+	w := s.nest
+	if s.deep != nil {
+		w = s.deep[d/64]
+	}
+	return w&(uint64(1)<<(d%64)) != 0
 }
 
 // Scanner states: what the scanner expects next.
@@ -114,12 +146,7 @@ func (s *scanner) run(members []member) ([]member, error) {
 				if depth == maxNesting {
 					return members, errTooDeep
 				}
-				word, bit := depth/64, uint64(1)<<(depth%64)
-				if c == '[' {
-					s.nest[word] |= bit
-				} else {
-					s.nest[word] &^= bit
-				}
+				s.push(depth, c == '[')
 				depth++
 				if i, err = s.space(i + 1); err != nil {
 					return members, err
@@ -214,7 +241,7 @@ func (s *scanner) run(members []member) ([]member, error) {
 			if i >= n {
 				return members, errInvalidJSON
 			}
-			inArray := s.nest[(depth-1)/64]&(uint64(1)<<((depth-1)%64)) != 0
+			inArray := s.inArray(depth - 1)
 			switch c := data[i]; {
 			case c == ',':
 				if i, err = s.space(i + 1); err != nil {
@@ -385,27 +412,37 @@ func controlOrHigh(w uint64) uint64 {
 }
 
 // firstControlOrHigh returns the index of the first control character or
-// non-ASCII byte in data[i:end], or end if there is none. It reads 32 bytes
-// at a time.
+// non-ASCII byte in data[i:end], or end if there is none. It reads 64 bytes
+// at a time from a slice the loop shrinks, so that the compiler proves
+// every load in bounds.
 func firstControlOrHigh(data []byte, i, end int) int {
-	for ; i+32 <= end; i += 32 {
-		w0 := binary.LittleEndian.Uint64(data[i:])
-		w1 := binary.LittleEndian.Uint64(data[i+8:])
-		w2 := binary.LittleEndian.Uint64(data[i+16:])
-		w3 := binary.LittleEndian.Uint64(data[i+24:])
-		const c = 0x20 * ones
-		if ((w0-c)|(w1-c)|(w2-c)|(w3-c)|w0|w1|w2|w3)&highs != 0 {
+	d := data[i:end]
+	const c = 0x20 * ones
+	for len(d) >= 64 {
+		w0 := binary.LittleEndian.Uint64(d[0:8])
+		w1 := binary.LittleEndian.Uint64(d[8:16])
+		w2 := binary.LittleEndian.Uint64(d[16:24])
+		w3 := binary.LittleEndian.Uint64(d[24:32])
+		w4 := binary.LittleEndian.Uint64(d[32:40])
+		w5 := binary.LittleEndian.Uint64(d[40:48])
+		w6 := binary.LittleEndian.Uint64(d[48:56])
+		w7 := binary.LittleEndian.Uint64(d[56:64])
+		lo := (w0 - c) | (w1 - c) | (w2 - c) | (w3 - c) | w0 | w1 | w2 | w3
+		hi := (w4 - c) | (w5 - c) | (w6 - c) | (w7 - c) | w4 | w5 | w6 | w7
+		if (lo|hi)&highs != 0 {
 			break
 		}
+		d = d[64:]
 	}
-	for ; i+8 <= end; i += 8 {
-		if m := controlOrHigh(binary.LittleEndian.Uint64(data[i:])); m != 0 {
-			return i + bits.TrailingZeros64(m)/8
+	for len(d) >= 8 {
+		if m := controlOrHigh(binary.LittleEndian.Uint64(d[:8])); m != 0 {
+			return end - len(d) + bits.TrailingZeros64(m)/8
 		}
+		d = d[8:]
 	}
-	for ; i < end; i++ {
-		if c := data[i]; c < 0x20 || c >= utf8.RuneSelf {
-			return i
+	for k, b := range d {
+		if b < 0x20 || b >= utf8.RuneSelf {
+			return end - len(d) + k
 		}
 	}
 	return end
@@ -445,6 +482,15 @@ func (s *stringSpan) next(i int) int {
 func (s *scanner) str(i int) (end int, escaped bool, err error) {
 	data := s.data
 	n := len(data)
+	// Fast path: a plain string of at most seven bytes (most names and
+	// short values) ends within the first word.
+	if i+9 <= n {
+		if m := specialBytes(binary.LittleEndian.Uint64(data[i+1 : i+9])); m != 0 {
+			if j := i + 1 + bits.TrailingZeros64(m)/8; data[j] == '"' {
+				return j + 1, false, nil
+			}
+		}
+	}
 	span := stringSpan{data: data}
 	for i++; ; {
 		if i = span.next(i); i >= n {

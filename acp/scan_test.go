@@ -100,6 +100,30 @@ func TestScanObjectMatchesStdlib(t *testing.T) {
 		strings.Repeat("[", maxNesting) + strings.Repeat("]", maxNesting),
 		strings.Repeat("[", maxNesting+1) + strings.Repeat("]", maxNesting+1),
 	}
+	// Arrays and objects alternating past the first 64 levels, where the
+	// scanner moves its container bits from one word to a larger table.
+	for _, n := range []int{63, 64, 65, 127, 128, 129, 300} {
+		var open, closing strings.Builder
+		for d := 0; d < n; d++ {
+			if d%3 == 1 {
+				open.WriteString(`{"k":`)
+			} else {
+				open.WriteString(`[0,`)
+			}
+		}
+		for d := n - 1; d >= 0; d-- {
+			if d%3 == 1 {
+				closing.WriteString(`}`)
+			} else {
+				closing.WriteString(`,1]`)
+			}
+		}
+		body := open.String() + "2" + closing.String()
+		inputs = append(inputs, `{"a":`+body+`}`, `{"a":`+body+`,"b":[{}]}`,
+			// One closer of the wrong kind at the deepest level, then at the outermost.
+			`{"a":`+strings.Replace(body, "2,1]", "2}", 1)+`}`,
+			`{"a":`+open.String()+"2"+strings.TrimSuffix(closing.String(), ",1]")+`}}`)
+	}
 	for _, in := range inputs {
 		checkAgainstStdlib(t, []byte(in))
 	}
@@ -244,6 +268,79 @@ func FuzzStringSpan(f *testing.F) {
 			// Move on as a string scan would: past the special byte, by a
 			// fuzzed stride.
 			i = got + 1 + int(step%7)
+		}
+	})
+}
+
+// referenceFields reads method, id and params from members the way
+// parseMessage did before it skipped names that cannot match: every member
+// is compared with all three names.
+func referenceFields(members []member) (message, error) {
+	m := message{members: members}
+	for _, mb := range members {
+		switch {
+		case mb.named("method"):
+			if m.hasMethod {
+				return m, errDuplicate
+			}
+			m.hasMethod = true
+			method, ok := stringContent(mb.value)
+			if !ok {
+				return m, errMethodType
+			}
+			m.method = method
+		case mb.named("id"):
+			if m.hasID {
+				return m, errDuplicate
+			}
+			if !scalarID(mb.value) {
+				return m, errIDType
+			}
+			m.hasID, m.id = true, mb.value
+		case mb.named("params"):
+			if m.hasParams {
+				return m, errDuplicate
+			}
+			m.hasParams, m.params = true, mb.value
+		}
+	}
+	return m, nil
+}
+
+// FuzzParseMessageMatchesReference checks parseMessage against the scan
+// followed by the reference field reader: the same error, and the same
+// method, id and params, for any frame.
+func FuzzParseMessageMatchesReference(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(strings.TrimRight(s, "\r\n")))
+	}
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"a":1}}`,
+		`{"METHOD":"x","Id":"s","PARAMS":[]}`, `{"paramſ":{},"method":"a"}`, `{"méthod":"a","ID":null}`,
+		`{"method":1}`, `{"id":{}}`, `{"id":1,"iD":2}`, `{"a\u0000":1,"i\u0064":3}`, `{"paKams":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := parseMessage(data, nil)
+		members, scanErr := scanObject(data, nil, true)
+		if scanErr != nil {
+			if !errors.Is(err, scanErr) {
+				t.Fatalf("parseMessage(%q) = %v; the scan says %v", data, err, scanErr)
+			}
+			return
+		}
+		want, wantErr := referenceFields(members)
+		if !errors.Is(err, wantErr) && (err != nil || wantErr != nil) {
+			t.Fatalf("parseMessage(%q) = %v; reference %v", data, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if got.hasMethod != want.hasMethod || !bytes.Equal(got.method, want.method) ||
+			got.hasID != want.hasID || !bytes.Equal(got.id, want.id) ||
+			got.hasParams != want.hasParams || !bytes.Equal(got.params, want.params) {
+			t.Fatalf("parseMessage(%q) = %+v; reference %+v", data, got, want)
 		}
 	})
 }
