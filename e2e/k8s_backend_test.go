@@ -501,33 +501,7 @@ func TestK8sBackendInterrupt(t *testing.T) {
 	ns := c.k8sNamespace(t, ctx)
 	pb := c.podbot(ns)
 	pb.config = "[kubernetes]\nnode_selector = { \"podbot.e2e/no-such-node\" = \"x\" }\n"
-	cmd := pb.cmd(t, ctx, "create")
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pods.Items) > 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			_ = cmd.Process.Kill()
-			t.Fatalf("no Pod appeared; stderr %s", errOut.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if code := exitStatus(t, cmd.Wait(), nil); code != 130 {
-		t.Errorf("exit %d after SIGINT, want 130; stderr %s", code, errOut.String())
-	}
+	c.interruptOncePodAppears(t, ctx, ns, pb.cmd(t, ctx, "create"), "", "Pod")
 	// Deletion was requested before podbot exited; the Pod may still be
 	// terminating, but it must be on its way out and the policy gone.
 	pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -543,5 +517,38 @@ func TestK8sBackendInterrupt(t *testing.T) {
 	c.nothingLeft(t, ctx, ns)
 	if _, err := c.client.CoreV1().Pods(ns).Get(ctx, "x", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get: %v", err)
+	}
+}
+
+// interruptOncePodAppears starts cmd, waits until the namespace holds a Pod
+// matching selector (what names it in a failure), sends SIGINT and expects
+// podbot's exit status 130.
+func (c k8sTestCluster) interruptOncePodAppears(t *testing.T, ctx context.Context, ns string, cmd *exec.Cmd, selector, what string) {
+	t.Helper()
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			t.Fatalf("no %s appeared; stderr %s", what, errOut.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitStatus(t, cmd.Wait(), nil); code != 130 {
+		t.Errorf("exit %d after SIGINT, want 130; stderr %s", code, errOut.String())
 	}
 }

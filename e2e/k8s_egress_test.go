@@ -3,13 +3,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -286,33 +284,8 @@ func TestK8sEgressInterruptLeavesNothing(t *testing.T) {
 	pb := c.podbot(ns)
 	pb.config = k8sEgressConfig(addr, port, tlsPort) + "[kubernetes]\nnode_selector = { \"podbot.e2e/no-such-node\" = \"x\" }\n"
 	pb.env = []string{"PODBOT_NETWORK_MODE=allowlist", "PODBOT_SIDECAR_PATH=" + sidecarBin(t)}
-	cmd := pb.cmd(t, ctx, "create", "--", "sleep", "3600")
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: egressnet.LabelRole + "=" + egressnet.RoleProxy})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pods.Items) > 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			_ = cmd.Process.Kill()
-			t.Fatalf("no proxy Pod appeared; stderr %s", errOut.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if code := exitStatus(t, cmd.Wait(), nil); code != 130 {
-		t.Errorf("exit %d after SIGINT, want 130; stderr %s", code, errOut.String())
-	}
+	c.interruptOncePodAppears(t, ctx, ns, pb.cmd(t, ctx, "create", "--", "sleep", "3600"),
+		egressnet.LabelRole+"="+egressnet.RoleProxy, "proxy Pod")
 	c.waitGone(t, ctx, ns)
 	c.nothingLeft(t, ctx, ns)
 	c.egressObjectsLeft(t, ctx, ns)
