@@ -30,6 +30,11 @@ type NetworkPolicy struct {
 	// Secrets are the credential vault's secrets, by name and hosts (never
 	// a value or a placeholder); empty without a vault.
 	Secrets []VaultIndexEntry `json:"secrets,omitempty"`
+	// InForce, after NetworkAllow or NetworkDeny, reports that the running
+	// proxy confirmed it loaded the changed policy before the call
+	// returned; false when the proxy was not running (it loads the file
+	// when the sandbox starts again).
+	InForce bool `json:"in_force,omitempty"`
 }
 
 // maxVaultIndexLabel bounds the vault index label NetworkShow parses.
@@ -67,24 +72,33 @@ func egressDirs(ctx context.Context, conn *engine.Conn, ref string) (Container, 
 
 // NetworkShow returns the egress policy in force for sandbox ref.
 func NetworkShow(ctx context.Context, conn *engine.Conn, ref string) (NetworkPolicy, error) {
+	np, _, _, err := networkShow(ctx, conn, ref)
+	return np, err
+}
+
+// networkShow is NetworkShow, also returning the sandbox and its egress
+// directories.
+func networkShow(ctx context.Context, conn *engine.Conn, ref string) (NetworkPolicy, Container, egressnet.Dirs, error) {
 	c, d, err := egressDirs(ctx, conn, ref)
 	if err != nil {
-		return NetworkPolicy{}, err
+		return NetworkPolicy{}, c, d, err
 	}
 	p, err := egressnet.ReadPolicy(d.PolicyPath())
 	if err != nil {
-		return NetworkPolicy{}, err
+		return NetworkPolicy{}, c, d, err
 	}
 	return NetworkPolicy{Sandbox: c.Name, Mode: c.Labels[egressnet.LabelMode], Proxy: c.Labels[egressnet.LabelProxyAddr],
-		PolicyFile: d.PolicyPath(), Policy: p, Secrets: vaultIndex(c.Labels)}, nil
+		PolicyFile: d.PolicyPath(), Policy: p, Secrets: vaultIndex(c.Labels)}, c, d, nil
 }
 
 // SourceLive is the source of rules added by NetworkAllow and NetworkDeny.
 const SourceLive = "podbot network"
 
-// NetworkAllow adds an allow rule (host, host:port, *.domain) to a running
+// NetworkAllow adds an allow rule (host, host:port, *.domain) to a
 // sandbox's policy and drops denies of that exact rule. The file is
-// rewritten atomically; the proxy reloads it, no restart.
+// rewritten atomically; a running proxy is told to reload it (SIGHUP) and
+// the call returns once the proxy confirms the new policy is in force
+// (egressnet.ApplyPolicy), no restart.
 func NetworkAllow(ctx context.Context, conn *engine.Conn, ref, rule string) (NetworkPolicy, error) {
 	return changePolicy(ctx, conn, ref, rule, func(p *egress.Policy, r egress.Rule) {
 		p.Deny = without(p.Deny, r)
@@ -105,14 +119,33 @@ func changePolicy(ctx context.Context, conn *engine.Conn, ref, rule string, chan
 		return NetworkPolicy{}, &errdefs.ConfigError{Key: "HOST", Reason: errdefs.ErrInvalidValue, Msg: err.Error(), Err: err}
 	}
 	r.Source = SourceLive
-	np, err := NetworkShow(ctx, conn, ref)
+	np, c, d, err := networkShow(ctx, conn, ref)
 	if err != nil {
 		return np, err
 	}
 	change(np.Policy, r)
-	if err := egressnet.WritePolicy(np.PolicyFile, np.Policy); err != nil {
+	proxy := egressnet.ProxyName(egressNameOf(c))
+	running, err := containerRunning(ctx, conn, proxy)
+	if err != nil {
 		return np, err
 	}
+	if !running {
+		// A stopped sandbox's proxy reads the file when podbot start
+		// starts it again.
+		if err := egressnet.WritePolicy(np.PolicyFile, np.Policy); err != nil {
+			return np, err
+		}
+		return np, nil
+	}
+	poke := func(ctx context.Context) error {
+		// SIGHUP makes the proxy load the file at once rather than at its
+		// next poll; ApplyPolicy then waits for the proxy to confirm it.
+		return conn.API().ContainerKill(ctx, proxy, "HUP")
+	}
+	if err := egressnet.ApplyPolicy(ctx, d, np.Policy, policyLoadTimeout, poke); err != nil {
+		return np, err
+	}
+	np.InForce = true
 	return np, nil
 }
 

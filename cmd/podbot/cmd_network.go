@@ -108,7 +108,11 @@ reloads it: the running sandbox gets the change without a restart.`,
 			if err != nil {
 				return err
 			}
-			f.logger.Info("egress policy changed", "sandbox", np.Sandbox, verb, opts.host)
+			if np.InForce {
+				f.logger.Info("egress policy changed; the proxy has it in force", "sandbox", np.Sandbox, verb, opts.host)
+			} else {
+				f.logger.Info("egress policy changed; the proxy is not running and loads it when the sandbox starts", "sandbox", np.Sandbox, verb, opts.host)
+			}
 			return nil
 		},
 	}
