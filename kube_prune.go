@@ -19,7 +19,7 @@ import (
 // members are never touched. The result has the engine's shape; images,
 // egress directories and pool directories are the engine's alone.
 func PruneOnKubernetes(ctx context.Context, kc *kube.Client, opts PruneOptions) (PruneResult, error) {
-	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{},
+	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{}, TokenDirs: []string{},
 		EgressDirs: []string{}, PoolDirs: []string{}, Orphans: []PrunedObject{}}
 	kr, err := kc.Prune(ctx, kube.PruneOptions{DryRun: opts.DryRun, Grace: createdGrace})
 	for _, sb := range kr.Pods {

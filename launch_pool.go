@@ -455,7 +455,7 @@ func (sb *Sandbox) claimToken(ctx context.Context, opts LaunchOptions, m pool.Me
 	if err != nil {
 		return err
 	}
-	if err := writeTokenScope(opts.RuntimeDir, dirName, tokenScope{Repo: opts.Repo, Origin: origin.String()}); err != nil {
+	if err := writeTokenScope(opts.RuntimeDir, dirName, tokenScope{Repo: opts.Repo, Origin: origin.String(), Engine: sb.conn.Endpoint().String()}); err != nil {
 		return err
 	}
 	sb.tokenScope = scope

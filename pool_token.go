@@ -32,6 +32,11 @@ const maxTokenScope = 4 << 10
 type tokenScope struct {
 	Repo   string `json:"repo"`
 	Origin string `json:"origin"`
+	// Engine is the endpoint of the engine the member runs on, so that
+	// podbot prune on one engine never takes another engine's scope file
+	// (the runtime directory is shared); empty in files written before
+	// it was recorded, which prune leaves alone.
+	Engine string `json:"engine,omitempty"`
 }
 
 // tokenScopePath is the host-only scope file of token directory dirName:

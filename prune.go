@@ -66,6 +66,10 @@ type PruneResult struct {
 	// PoolDirs are the directories of tools pool members whose container
 	// was gone.
 	PoolDirs []string `json:"pool_dirs"`
+	// TokenDirs are the claimed pool members, by token directory name,
+	// whose GitHub token directory and scope file were removed after the
+	// member was gone.
+	TokenDirs []string `json:"token_dirs"`
 	// Orphans are objects of sandboxes that no longer exist, other than
 	// egress proxies: on the kubernetes backend, NetworkPolicies and
 	// Secrets whose Pod is gone. The engine has none.
@@ -89,7 +93,7 @@ type PrunedObject struct {
 // touched. A failed removal does not stop the others; the failures are
 // returned joined, with the result listing only what was removed.
 func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResult, error) {
-	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{}, EgressDirs: []string{}, PoolDirs: []string{}, Orphans: []PrunedObject{}}
+	res := PruneResult{DryRun: opts.DryRun, Containers: []Container{}, Images: []PrunedImage{}, Egress: []string{}, EgressDirs: []string{}, PoolDirs: []string{}, TokenDirs: []string{}, Orphans: []PrunedObject{}}
 	all, err := List(ctx, conn, ListOptions{All: true})
 	if err != nil {
 		return res, err
@@ -144,6 +148,9 @@ func Prune(ctx context.Context, conn *engine.Conn, opts PruneOptions) (PruneResu
 		res.Containers = append(res.Containers, c)
 	}
 	if err := prunePoolDirs(ctx, conn, opts, &res); err != nil {
+		errs = append(errs, err)
+	}
+	if err := pruneTokenScopes(ctx, conn, opts, &res); err != nil {
 		errs = append(errs, err)
 	}
 	if err := pruneEgress(ctx, conn, opts, &res); err != nil {

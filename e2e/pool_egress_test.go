@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -209,10 +211,10 @@ clone_base_url = %q
 				rt = v
 			}
 		}
-		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "2", "--kind", "agent") // network.mode: allowlist
+		p.mustRun(t, ctx, "pool", "create", p.name, "--size", "3", "--kind", "agent") // network.mode: allowlist
 		members := p.containers(t, ctx)
-		if len(members) != 2 {
-			t.Fatalf("pool create made %d containers, want 2", len(members))
+		if len(members) != 3 {
+			t.Fatalf("pool create made %d containers, want 3", len(members))
 		}
 		for _, m := range members {
 			member := strings.TrimPrefix(m.Names[0], "/")
@@ -333,6 +335,37 @@ clone_base_url = %q
 		}
 		if strings.Contains(dout.String(), first) || strings.Contains(dout.String(), second) {
 			t.Error("podbot token-daemon logged a token value")
+		}
+
+		// The third member, claimed, kept, then removed through the
+		// engine directly (not podbot rm): its token directory and scope
+		// file stay until podbot prune, which lists them once they are
+		// past the grace. Dry run only: the engines are shared.
+		direct := testName(e, "pooltoken-direct")
+		removeOnCleanup(t, e, direct)
+		pr = startOnPTY(t, p.cmd(ctx, "run", "--pool", p.name, "--name", direct, "--repo", "octo-org/demo", "--branch", "feature"), 24, 200)
+		if code := pr.wait(t, 2*time.Minute); code != 7 {
+			t.Fatalf("third podbot run --pool: exit %d\n%s", code, pr.out.String())
+		}
+		m = claimedRe.FindStringSubmatch(pr.out.String())
+		if m == nil {
+			t.Fatalf("no warm claim:\n%s", pr.out.String())
+		}
+		if out, err := exec.CommandContext(ctx, "sh", "-c", engineCLI(e)+" rm -f "+direct).CombinedOutput(); err != nil {
+			t.Fatalf("remove through the engine: %v\n%s", err, out)
+		}
+		scope := filepath.Join(rt, "podbot", m[1]+".scope")
+		old := time.Now().Add(-2 * time.Minute)
+		if err := os.Chtimes(scope, old, old); err != nil {
+			t.Fatalf("the claimed member's scope file: %v", err)
+		}
+		r := p.run(t, ctx, "prune", "--dry-run", "--json")
+		var pruned podbot.PruneResult
+		if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &pruned) != nil || !slices.Contains(pruned.TokenDirs, m[1]) {
+			t.Fatalf("prune --dry-run does not list the gone member's token directory %s: exit %d\n%s\n%s", m[1], r.Code, r.Stdout, r.Stderr)
+		}
+		if _, err := os.Stat(scope); err != nil {
+			t.Errorf("prune --dry-run removed %s: %v", scope, err)
 		}
 	})
 }

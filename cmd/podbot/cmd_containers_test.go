@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -266,7 +267,7 @@ func TestExecAgentEnv(t *testing.T) {
 // engine's rows, and a result with only them is not "nothing to prune".
 func TestPrintPrune(t *testing.T) {
 	ios, out, errOut := testIO()
-	printPrune(&factory{ios: ios}, podbot.PruneResult{DryRun: true,
+	printPrune(&factory{ios: ios}, &pruneOptions{}, podbot.PruneResult{DryRun: true,
 		Containers: []podbot.Container{{ID: "0123456789abcdef0123", Name: "ended"}},
 		Orphans:    []podbot.PrunedObject{{Kind: "NetworkPolicy", Name: "gone"}, {Kind: "Secret", Name: "gone"}}})
 	want := "would remove container ended (0123456789ab)\nwould remove NetworkPolicy gone (its sandbox is gone)\nwould remove Secret gone (its sandbox is gone)\n"
@@ -274,8 +275,22 @@ func TestPrintPrune(t *testing.T) {
 		t.Errorf("stdout %q, stderr %q", out, errOut)
 	}
 	ios, out, errOut = testIO()
-	printPrune(&factory{ios: ios}, podbot.PruneResult{Orphans: []podbot.PrunedObject{{Kind: "Secret", Name: "gone"}}})
+	printPrune(&factory{ios: ios}, &pruneOptions{}, podbot.PruneResult{Orphans: []podbot.PrunedObject{{Kind: "Secret", Name: "gone"}}})
 	if out.String() != "removed Secret gone (its sandbox is gone)\n" || strings.Contains(errOut.String(), "nothing to prune") {
 		t.Errorf("stdout %q, stderr %q", out, errOut)
+	}
+	// A gone pool member's token directory, and --json: one object.
+	ios, out, _ = testIO()
+	res := podbot.PruneResult{DryRun: true, TokenDirs: []string{"podbot-pool-a-000000000001"}}
+	if err := printPrune(&factory{ios: ios}, &pruneOptions{}, res); err != nil || !strings.Contains(out.String(), "would remove GitHub token directory of pool member podbot-pool-a-000000000001") {
+		t.Errorf("token dirs: %q %v", out, err)
+	}
+	ios, out, _ = testIO()
+	if err := printPrune(&factory{ios: ios}, &pruneOptions{json: true}, res); err != nil {
+		t.Fatal(err)
+	}
+	var back podbot.PruneResult
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || !back.DryRun || len(back.TokenDirs) != 1 {
+		t.Errorf("--json: %q %v", out, err)
 	}
 }

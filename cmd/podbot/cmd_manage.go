@@ -250,19 +250,21 @@ stderr on stderr. -f keeps streaming until the container stops or Ctrl-C.`,
 // pruneOptions are podbot prune's flags.
 type pruneOptions struct {
 	dryRun bool
+	json   bool
 }
 
 func newPruneCmd(f *factory, runF func(context.Context, *pruneOptions) error) *cobra.Command {
 	opts := &pruneOptions{}
 	cmd := &cobra.Command{
-		Use:                   "prune [--dry-run]",
+		Use:                   "prune [--dry-run] [--json]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Remove stopped podbot containers and dangling podbot images",
 		Long: `Remove podbot's stopped containers and the dangling (untagged) images that
 podbot image build left behind, with the egress proxies and internal
 networks of allowlist sandboxes, and those whose sandbox is gone. Running
 containers, and containers and images podbot did not create, are never
-touched. --dry-run only lists.
+touched. --dry-run only lists. --json prints what was removed (or would
+be) as one JSON object for scripts.
 
 On the kubernetes backend it removes, in the namespace, podbot's sandbox
 Pods that ended, cannot start, or are pool members left half-made (with
@@ -270,7 +272,8 @@ their NetworkPolicy, Secret and egress proxy), and the NetworkPolicies,
 Secrets and egress proxies whose sandbox Pod is gone. Running sandboxes and
 ready pool members are never touched.`,
 		Example: `  podbot prune --dry-run
-  podbot prune`,
+  podbot prune
+  podbot prune --dry-run --json | jq .containers`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -291,17 +294,24 @@ ready pool members are never touched.`,
 				popts.ToolsWorkspaceRoot, _ = f.toolsWorkspaceRoot(loaded.Config.Tools.WorkspaceRoot)
 			}
 			res, err := podbot.Prune(cmd.Context(), conn, popts)
-			printPrune(f, res)
+			if perr := printPrune(f, opts, res); err == nil {
+				err = perr
+			}
 			return err
 		},
 	}
 	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "list what would be removed; remove nothing")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the result as one JSON object")
 	return cmd
 }
 
-// printPrune prints what prune removed (or would remove), one line each on
-// stdout, and a summary on stderr.
-func printPrune(f *factory, res podbot.PruneResult) {
+// printPrune prints what prune removed (or would remove): with --json one
+// JSON object on stdout, else one line each on stdout and a summary on
+// stderr.
+func printPrune(f *factory, opts *pruneOptions, res podbot.PruneResult) error {
+	if opts.json {
+		return writeJSON(f.ios.Out, res)
+	}
 	verb := "removed"
 	if res.DryRun {
 		verb = "would remove"
@@ -323,12 +333,16 @@ func printPrune(f *factory, res podbot.PruneResult) {
 	for _, d := range res.PoolDirs {
 		fmt.Fprintf(f.ios.Out, "%s pool member directory %s (the member is gone)\n", verb, d)
 	}
+	for _, name := range res.TokenDirs {
+		fmt.Fprintf(f.ios.Out, "%s GitHub token directory of pool member %s (the member is gone)\n", verb, name)
+	}
 	for _, name := range res.EgressDirs {
 		fmt.Fprintf(f.ios.Out, "%s egress directory of %s (the sandbox and its proxy are gone)\n", verb, name)
 	}
-	if len(res.Containers)+len(res.Images)+len(res.Egress)+len(res.EgressDirs)+len(res.Orphans)+len(res.PoolDirs) == 0 {
+	if len(res.Containers)+len(res.Images)+len(res.Egress)+len(res.EgressDirs)+len(res.Orphans)+len(res.PoolDirs)+len(res.TokenDirs) == 0 {
 		fmt.Fprintln(f.ios.ErrOut, "nothing to prune")
 	} else {
 		fmt.Fprintf(f.ios.ErrOut, "%s: containers %d, images %d (%s)\n", verb, len(res.Containers), len(res.Images), humanBytes(total))
 	}
+	return nil
 }

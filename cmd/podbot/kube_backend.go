@@ -190,6 +190,8 @@ func pruneOnKubernetes(ctx context.Context, f *factory, opts *pruneOptions) erro
 		return err
 	}
 	res, err := podbot.PruneOnKubernetes(ctx, kc, podbot.PruneOptions{DryRun: opts.dryRun})
-	printPrune(f, res)
+	if perr := printPrune(f, opts, res); err == nil {
+		err = perr
+	}
 	return err
 }
