@@ -204,3 +204,112 @@ func BenchmarkStringScan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParseUpdate measures parseMessage on 1 KiB session/update
+// notifications against the full path (parseMessageFull) on the same
+// frames, alternating in batches in the same run. It reports the process's
+// CPU time per frame of each (full-cpu-ns/frame, update-cpu-ns/frame),
+// which the machine's load moves less than wall time, and their ratio
+// (full/update: above 1 means the session/update path is cheaper). "pad"
+// is the frame BenchmarkHostBridgeThroughput sends, "chunk" an
+// agent_message_chunk as the SDKs write it.
+func BenchmarkParseUpdate(b *testing.B) {
+	const batch = 4096
+	for _, c := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"pad", frameOf(1024, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","pad":"%s"}}`)},
+		{"chunk", frameOf(1024, sessionUpdate)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			content := c.frame[:len(c.frame)-1]
+			var buf []member
+			var fullCPU, updateCPU time.Duration
+			run := func(parse func([]byte, []member) (message, error)) time.Duration {
+				c0 := processCPU()
+				for range batch {
+					m, err := parse(content, buf)
+					if err != nil || !m.hasMethod {
+						b.Fatalf("%q: %v", content, err)
+					}
+					buf = m.members
+				}
+				return processCPU() - c0
+			}
+			if _, ok := parseUpdate(content, nil); !ok {
+				b.Fatal("the frame does not take the session/update path")
+			}
+			b.SetBytes(int64(2 * batch * len(content)))
+			for i := 0; b.Loop(); i++ {
+				if i%2 == 0 {
+					fullCPU += run(parseMessageFull)
+					updateCPU += run(parseMessage)
+				} else {
+					updateCPU += run(parseMessage)
+					fullCPU += run(parseMessageFull)
+				}
+			}
+			frames := float64(b.N * batch)
+			b.ReportMetric(float64(fullCPU.Nanoseconds())/frames, "full-cpu-ns/frame")
+			b.ReportMetric(float64(updateCPU.Nanoseconds())/frames, "update-cpu-ns/frame")
+			b.ReportMetric(fullCPU.Seconds()/updateCPU.Seconds(), "full/update")
+		})
+	}
+}
+
+// BenchmarkPumpUpdatePath moves 8 MiB of 1 KiB session/update
+// notifications through one pump with the ACP policy, with the
+// session/update path and without it (parseMessageFull), alternating in
+// the same run. It reports the process's CPU time per MiB of each
+// (update-cpu-ms/MiB, full-cpu-ms/MiB: what competes with the engine for
+// the cores) and the ratios of CPU and of wall times (full/update-cpu,
+// full/update-wall: above 1 means the session/update path is cheaper).
+func BenchmarkPumpUpdatePath(b *testing.B) {
+	for _, c := range []struct{ name, format string }{
+		{"pad", `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","pad":"%s"}}`},
+		{"chunk", sessionUpdate},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			frame := frameOf(1024, c.format)
+			payload := bytes.Repeat(frame, (8<<20)/len(frame))
+			ctx := context.Background()
+			run := func(parse func([]byte, []member) (message, error), wall, cpu *time.Duration) {
+				f := newFilter(Policy{})
+				f.parse = parse
+				out := &countingWriter{}
+				start, c0 := time.Now(), processCPU()
+				err := pump(ctx, f, agent, onlyReader{bytes.NewReader(payload)}, &frameWriter{w: out}, &frameWriter{w: io.Discard}, 0)
+				*wall += time.Since(start)
+				*cpu += processCPU() - c0
+				if err != nil || out.n != len(payload) {
+					b.Fatalf("pump: %v, %d of %d bytes", err, out.n, len(payload))
+				}
+			}
+			var fullWall, fullCPU, updateWall, updateCPU time.Duration
+			b.SetBytes(int64(2 * len(payload)))
+			for i := 0; b.Loop(); i++ {
+				if i%2 == 0 {
+					run(parseMessageFull, &fullWall, &fullCPU)
+					run(parseMessage, &updateWall, &updateCPU)
+				} else {
+					run(parseMessage, &updateWall, &updateCPU)
+					run(parseMessageFull, &fullWall, &fullCPU)
+				}
+			}
+			mb := float64(len(payload)) * float64(b.N) / (1 << 20)
+			b.ReportMetric(fullCPU.Seconds()*1000/mb, "full-cpu-ms/MiB")
+			b.ReportMetric(updateCPU.Seconds()*1000/mb, "update-cpu-ms/MiB")
+			b.ReportMetric(fullCPU.Seconds()/updateCPU.Seconds(), "full/update-cpu")
+			b.ReportMetric(fullWall.Seconds()/updateWall.Seconds(), "full/update-wall")
+		})
+	}
+}
+
+// countingWriter counts the bytes written to it.
+type countingWriter struct{ n int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	return len(p), nil
+}

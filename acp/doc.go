@@ -64,6 +64,9 @@
 //   - Method names and capability keys are compared case-insensitively, so a
 //     lenient receiver cannot be fooled by "FS/read_text_file" or "Terminal".
 //   - Blank lines are forwarded unchanged: they carry no message.
+//   - A session/update notification that starts exactly as the ACP SDKs
+//     write one has that fixed start compared instead of scanned; the rest is
+//     scanned as any frame is, and the frame is checked the same way either way.
 //
 // There is no mode that forwards raw bytes under the ACP policy: the only way
 // to turn the policy off is AllowHostDelegation, and that is logged.

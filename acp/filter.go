@@ -71,10 +71,13 @@ type filter struct {
 	// members is each sender's buffer for a frame's top-level members,
 	// reused from frame to frame.
 	members [2][]member
+	// parse reads a frame's content: parseMessage, or parseMessageFull
+	// where a benchmark compares the two.
+	parse func(content []byte, buf []member) (message, error)
 }
 
 func newFilter(p Policy) *filter {
-	return &filter{p: p, log: p.logger(), maskAuth: p.Mode == ModeACP && !p.AllowTerminalAuth}
+	return &filter{p: p, log: p.logger(), maskAuth: p.Mode == ModeACP && !p.AllowTerminalAuth, parse: parseMessage}
 }
 
 // frame decides the fate of one frame sent by from.
@@ -86,7 +89,7 @@ func (f *filter) frame(ctx context.Context, from peer, frame []byte) verdict {
 	if f.p.Mode == ModeCodexAppServer && from == client {
 		return verdict{forward: frame}
 	}
-	m, err := parseMessage(content, f.members[from])
+	m, err := f.parse(content, f.members[from])
 	f.members[from] = m.members
 	defer clear(m.members) // drop references into the frame
 	if err != nil {

@@ -297,6 +297,9 @@ var fuzzSeeds = []string{
 	"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{\"a\":\r{\"id\":1,\"method\":\"fs/read_text_file\"}\r}}\n",
 	`[{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file"}]` + "\n",
 	`{"jsonrpc":"2.0","id":9,"result":{"content":"fs/read_text_file"}}` + "\n\n",
+	`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk"}}}` + "\n",
+	`{"jsonrpc":"2.0","method":"session/update","params":{},"id":2,"method":"fs/read_text_file"}` + "\n",
+	`{"jsonrpc":"2.0","method":"session/update","params":{"a":1}}}` + "\n" + `{"jsonrpc":"2.0","method":"session/update","params":[]}` + "\n",
 }
 
 // FuzzFrameReader feeds arbitrary bytes, in arbitrary read sizes and with

@@ -90,7 +90,18 @@ func stringContent(raw []byte) ([]byte, bool) {
 // parseMessage checks a frame's content in one pass (strict JSON, valid
 // UTF-8, no "\r") and reads its method, id and params. The members are
 // kept in buf's storage, which the caller may pass again for the next frame.
+// A notification written the way the ACP SDKs write session/update takes a
+// shorter path (see parseUpdate) to the same result.
 func parseMessage(content []byte, buf []member) (message, error) {
+	m, ok := parseUpdate(content, buf)
+	if ok {
+		return m, nil
+	}
+	return parseMessageFull(content, m.members)
+}
+
+// parseMessageFull is parseMessage without the session/update path.
+func parseMessageFull(content []byte, buf []member) (message, error) {
 	members, err := scanObject(content, buf, true)
 	m := message{members: members}
 	if err != nil {
