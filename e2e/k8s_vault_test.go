@@ -51,14 +51,9 @@ func k8sVaultServers(t *testing.T) (up *upstreamTLS, addr, caFile string, tlsPor
 
 // k8sVaultConfig is an allowlist configuration with one secret, e2e-api,
 // read from PODBOT_E2E_VAULT_KEY and sent as x-api-key to vault.test on
-// tlsPort only; other.test is allowed on both ports. The sandbox runs as
-// root, so that the in-Pod search (pods/exec runs as the Pod's user) sees
-// every file.
+// tlsPort only; other.test is allowed on both ports.
 func k8sVaultConfig(addr, caFile string, tlsPort, plainPort int) string {
-	return fmt.Sprintf(`[sandbox]
-user = "root"
-
-[network]
+	return fmt.Sprintf(`[network]
 mode = "allowlist"
 presets = []
 allow = ["vault.test:%[3]d", "other.test:%[3]d", "other.test:%[4]d"]
@@ -108,7 +103,9 @@ func TestK8sVaultSecretSwappedOnlyForItsHost(t *testing.T) {
 	up, addr, caFile, tlsPort, plainPort := k8sVaultServers(t)
 	real := "sk-k8s-vault-e2e-" + suite.runID + "-REALVALUE"
 	pb := c.podbot(ns)
-	pb.config = k8sVaultConfig(addr, caFile, tlsPort, plainPort)
+	// As root, so that the in-Pod search (pods/exec runs as the Pod's
+	// user) sees every file.
+	pb.config = "[sandbox]\nuser = \"root\"\n" + k8sVaultConfig(addr, caFile, tlsPort, plainPort)
 	pb.env = []string{"PODBOT_NETWORK_MODE=allowlist", "PODBOT_SIDECAR_PATH=" + sidecarBin(t), "PODBOT_E2E_VAULT_KEY=" + real}
 
 	r := pb.run(t, ctx, nil, "create", "--", "sleep", "3600")
@@ -276,4 +273,39 @@ func TestK8sVaultInterruptLeavesNothing(t *testing.T) {
 	c.nothingLeft(t, ctx, ns)
 	c.egressObjectsLeft(t, ctx, ns)
 	c.vaultSecretsLeft(t, ctx, ns)
+}
+
+// TestK8sVaultRun: podbot run --rm with a vault on the cluster: the agent,
+// in its Pod, sends its placeholder to the secret's host (the outside
+// server receives the real value) and to another host over HTTP (403); an
+// allowlisted variable holding the real value is not passed; when the
+// agent exits nothing is left, the vault Secret included.
+func TestK8sVaultRun(t *testing.T) {
+	c := k8sCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := c.k8sNamespace(t, ctx)
+	up, addr, caFile, tlsPort, plainPort := k8sVaultServers(t)
+	real := "sk-k8s-vault-run-" + suite.runID + "-REALVALUE"
+	pb := c.podbot(ns)
+	script := fmt.Sprintf(`echo "stub=${STUB_ALLOWED:-unset}"; python3 -c '%s' https://vault.test:%d/ http://other.test:%d/`, vaultFetchScript, tlsPort, plainPort)
+	pb.config = k8sRunConfig(script) + k8sVaultConfig(addr, caFile, tlsPort, plainPort)
+	pb.env = []string{"HOME=" + k8sHome(t, "{}"), "STUB_ALLOWED=" + real, "PODBOT_E2E_VAULT_KEY=" + real,
+		"PODBOT_NETWORK_MODE=allowlist", "PODBOT_SIDECAR_PATH=" + sidecarBin(t)}
+	r := pb.run(t, ctx, nil, "run", "--rm")
+	t.Logf("the agent through its vault:\n%s", r.Stdout)
+	if r.Code != 0 || !strings.Contains(r.Stdout, " 200 outside vault.test") || !strings.Contains(r.Stdout, " refused 403") ||
+		!strings.Contains(r.Stdout, "stub=unset") {
+		t.Fatalf("want the secret's host reached, the other refused (403), STUB_ALLOWED not passed; exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
+	if strings.Contains(r.Stdout+r.Stderr, real) {
+		t.Fatal("podbot run's output holds the real value")
+	}
+	if vs := up.keys()[fmt.Sprintf("vault.test:%d", tlsPort)]; len(vs) != 1 || vs[0] != real {
+		t.Fatalf("the secret's host did not receive the real value once: %d requests", len(vs))
+	}
+	c.waitGone(t, ctx, ns)
+	c.nothingLeft(t, ctx, ns)
+	c.egressObjectsLeft(t, ctx, ns)
+	c.noSecrets(t, ctx, ns)
 }
