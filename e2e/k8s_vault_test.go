@@ -28,7 +28,7 @@ import (
 // recording the x-api-key header of every request by host.
 func k8sVaultServers(t *testing.T) (up *upstreamTLS, addr, caFile string, tlsPort, plainPort int) {
 	t.Helper()
-	addr = podReachableAddr(t)
+	addr = k8sOutsideAddr(t)
 	upCA, caFile := upstreamCA(t)
 	up = &upstreamTLS{seen: map[string][]string{}}
 	tlsLn, err := net.Listen("tcp4", net.JoinHostPort(addr, "0"))
@@ -47,6 +47,24 @@ func k8sVaultServers(t *testing.T) (up *upstreamTLS, addr, caFile string, tlsPor
 	go func() { _ = plainSrv.Serve(plainLn) }()
 	t.Cleanup(func() { _ = plainSrv.Close() })
 	return up, addr, caFile, tlsLn.Addr().(*net.TCPAddr).Port, plainLn.Addr().(*net.TCPAddr).Port
+}
+
+// k8sOutsideAddr is an address of the host on the Pods' bridge that the
+// proxy Pod's NetworkPolicy lets it reach: a public one when the bridge
+// has one (on a cluster that enforces NetworkPolicy, the proxy may not
+// reach private ranges), else podReachableAddr.
+func k8sOutsideAddr(t *testing.T) string {
+	t.Helper()
+	if ifc, err := net.InterfaceByName(k8sPodBridge); err == nil {
+		if addrs, err := ifc.Addrs(); err == nil {
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsPrivate() && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+					return n.IP.String()
+				}
+			}
+		}
+	}
+	return podReachableAddr(t)
 }
 
 // k8sVaultConfig is an allowlist configuration with one secret, e2e-api,
