@@ -5,12 +5,10 @@ package podbot
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/podbot/podbot/engine"
-	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/kube"
 	"github.com/podbot/podbot/launchplan"
 )
@@ -22,8 +20,10 @@ import (
 // binary is on the host and a Pod gets no host path. network.mode =
 // "allowlist" runs the sandbox's egress proxy in a Pod of its own, from
 // opts.SidecarPath (see package kube). What the backend cannot honour (the
-// privileged profile, [[secrets]], host mounts) is refused with an
-// *errdefs.ConfigError. A local_clone workspace (opts.LocalClone) is
+// privileged profile, host mounts) is refused with an
+// *errdefs.ConfigError. [[secrets]] go to the egress proxy Pod's vault
+// Secret (see package kube, BuildVaultSecret); a github-app secret is
+// refused, as no token is minted for create. A local_clone workspace (opts.LocalClone) is
 // bundled on the host as on the engine and streamed into an emptyDir at
 // its parent directory over a pods/exec stdin. An interrupted or failed Create
 // leaves no Pod, NetworkPolicy or proxy behind.
@@ -35,10 +35,6 @@ import (
 func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions) (CreateResult, error) {
 	if opts.Pool != nil {
 		return claimOnKubernetes(ctx, kc, opts)
-	}
-	if n := len(opts.Config.Secrets); n > 0 {
-		return CreateResult{}, &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
-			Msg: fmt.Sprintf("the %d [[secrets]] entries need the egress proxy's credential vault, which does not run on the kubernetes backend yet", n)}
 	}
 	sidecarPath := opts.SidecarPath
 	opts.SidecarPath = ""
@@ -56,6 +52,16 @@ func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions
 	if kc, err = kubeEgressClient(kc, plan, sidecarPath); err != nil {
 		return CreateResult{}, err
 	}
+	vlt, err := createVault(&plan, opts)
+	if err != nil {
+		return CreateResult{}, &StepError{StepNetwork, err}
+	}
+	var ev *kube.EgressVault
+	if vlt != nil {
+		if ev, err = kubeEgressVault(vlt); err != nil {
+			return CreateResult{}, &StepError{StepNetwork, err}
+		}
+	}
 	var podOpts []kube.PodOption
 	var lcs *localCloneSetup
 	if opts.LocalClone != nil {
@@ -72,7 +78,7 @@ func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions
 			plan.Labels[k] = v
 		}
 	}
-	sb, err := kc.Create(ctx, plan, podOpts...)
+	sb, err := kc.Launch(ctx, plan, kube.LaunchOptions{PodOptions: podOpts, Vault: ev})
 	if err != nil {
 		return CreateResult{}, err
 	}

@@ -47,20 +47,26 @@ func (b *kubeBackend) withEgress(plan launchplan.Plan) error {
 }
 
 // kubeNetworkPolicy shows a cluster sandbox's proxy as NetworkShow shows
-// an engine sandbox's: PolicyFile names the ConfigMap.
-func kubeNetworkPolicy(sandbox string, ep kube.EgressProxy) NetworkPolicy {
-	return NetworkPolicy{Sandbox: sandbox, Mode: string(egress.ModeAllowlist), Proxy: ep.Addr,
+// an engine sandbox's: PolicyFile names the ConfigMap, Secrets come from
+// the sandbox Pod's vault index annotation (names, hosts and variables;
+// never a value or a placeholder).
+func kubeNetworkPolicy(ctx context.Context, kc *kube.Client, sandbox string, ep kube.EgressProxy) NetworkPolicy {
+	np := NetworkPolicy{Sandbox: sandbox, Mode: string(egress.ModeAllowlist), Proxy: ep.Addr,
 		PolicyFile: "configmap/" + ep.Name + ":" + egressnet.PolicyFile, Policy: ep.Policy}
+	if sb, err := kc.Get(ctx, sandbox, false); err == nil {
+		np.Secrets = vaultIndex(KubeContainer(sb).Labels)
+	}
+	return np
 }
 
 // NetworkShowOnKubernetes is NetworkShow for a sandbox Pod: the policy in
-// its egress proxy's ConfigMap.
+// its egress proxy's ConfigMap and its vault's secrets by name.
 func NetworkShowOnKubernetes(ctx context.Context, kc *kube.Client, ref string) (NetworkPolicy, error) {
 	ep, err := kc.EgressPolicy(ctx, ref)
 	if err != nil {
 		return NetworkPolicy{}, err
 	}
-	return kubeNetworkPolicy(ref, ep), nil
+	return kubeNetworkPolicy(ctx, kc, ref, ep), nil
 }
 
 // NetworkAllowOnKubernetes is NetworkAllow for a sandbox Pod: the rule is
@@ -92,11 +98,37 @@ func changeKubePolicy(ctx context.Context, kc *kube.Client, ref, rule string, ch
 	if err != nil {
 		return NetworkPolicy{}, err
 	}
-	return kubeNetworkPolicy(ref, ep), nil
+	return kubeNetworkPolicy(ctx, kc, ref, ep), nil
 }
 
 // NetworkLogOnKubernetes is NetworkLog for a sandbox Pod: the decision log
 // is read in its proxy Pod over pods/exec.
 func NetworkLogOnKubernetes(ctx context.Context, kc *kube.Client, ref string, opts NetworkLogOptions, fn func(line []byte) error) error {
 	return kc.EgressLog(ctx, ref, opts.Follow, fn)
+}
+
+// kubeEgressVault is v in the form the cluster's proxy reads (package
+// kube, EgressVault): the secrets file and the CA's certificate and key.
+// It goes into the proxy's Secret and nowhere else.
+func kubeEgressVault(v *vault) (*kube.EgressVault, error) {
+	data, err := egress.MarshalSecrets(v.secrets)
+	if err != nil {
+		return nil, err
+	}
+	key, err := v.ca.KeyPEM()
+	if err != nil {
+		return nil, err
+	}
+	return &kube.EgressVault{Secrets: data, CACert: v.ca.CertPEM(), CAKey: key}, nil
+}
+
+// carryVault keeps v for start, which gives it to the sandbox's egress
+// proxy Pod (vaultCarrier).
+func (b *kubeBackend) carryVault(v *vault) error {
+	ev, err := kubeEgressVault(v)
+	if err != nil {
+		return err
+	}
+	b.vault = ev
+	return nil
 }

@@ -77,25 +77,32 @@ type kubeBackend struct {
 	sidecarPath string
 	sidecar     *kube.Sidecar
 	token       *kubeTokenStore
+	// vault is the credential vault for the egress proxy (carryVault).
+	vault *kube.EgressVault
 }
 
 func newKubeBackend(kc *kube.Client, sidecarPath string) *kubeBackend {
 	return &kubeBackend{kc: kc, sidecarPath: sidecarPath}
 }
 
-// check refuses what needs the engine or the host: the credential vault,
-// a host mount; a GitHub token needs the host's podbot-sidecar, which it
+// check refuses what needs the engine or the host: a host mount, a
+// github-app secret that would hold this launch's installation token (the
+// token's refresh writes into the Pod, not the proxy's vault, on this
+// backend); a GitHub token needs the host's podbot-sidecar, which it
 // loads. A local clone goes in over pods/exec (kube_localclone.go).
 func (b *kubeBackend) check(opts LaunchOptions) error {
 	cfg := opts.Config
 	switch {
-	case len(cfg.Secrets) > 0:
-		return &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
-			Msg: fmt.Sprintf("the %d [[secrets]] entries need the egress proxy's credential vault, which does not run on the kubernetes backend yet", len(cfg.Secrets))}
 	case opts.HostPath != "" || cfg.Workspace.Source == config.SourceHostMount:
 		return &errdefs.ConfigError{Key: "workspace.host_path", Reason: errdefs.ErrUnsupported,
 			Msg: "a host-mount workspace (--workspace PATH) needs a host path, which a Pod never gets on the kubernetes backend; use --repo OWNER/NAME (cloned in the Pod) or --backend engine"}
 	case opts.Repo != "" && opts.TokenSource != nil:
+		if i, err := githubSecret(cfg.Secrets); err != nil {
+			return err
+		} else if i >= 0 {
+			return &errdefs.ConfigError{Key: fmt.Sprintf("%s[%d].source", config.SecretsKey, i), Reason: errdefs.ErrUnsupported,
+				Msg: fmt.Sprintf("secret %q: source = \"github-app\" is not supported on the kubernetes backend (the installation token's refresh writes into the Pod, not into the egress proxy's vault); drop the secret to give the Pod the token as a read-only file, or use --backend engine", cfg.Secrets[i].Name)}
+		}
 		return b.loadSidecar()
 	}
 	return nil
@@ -149,7 +156,7 @@ func (b *kubeBackend) start(ctx context.Context, plan launchplan.Plan, arch *cre
 	if arch != nil {
 		data.Credentials = arch.Tar
 	}
-	lo := kube.LaunchOptions{Secret: data, ScratchDirs: b.scratch, PodOptions: b.podOpts}
+	lo := kube.LaunchOptions{Secret: data, ScratchDirs: b.scratch, PodOptions: b.podOpts, Vault: b.vault}
 	if b.token != nil {
 		lo.Sidecar, lo.Token = b.sidecar, true
 	}

@@ -30,7 +30,9 @@ func TestKubeBackendCheckRefuses(t *testing.T) {
 		opts LaunchOptions
 		key  string
 	}{
-		"secrets":     {LaunchOptions{Config: config.Config{Secrets: []config.Secret{{Name: "api"}}}}, "secrets"},
+		"secrets": {LaunchOptions{Config: config.Config{Secrets: []config.Secret{{Name: "api", Source: "env:API"}}}}, ""},
+		"github-app secret with a token": {LaunchOptions{Repo: "acme/app", TokenSource: noTokens{},
+			Config: config.Config{Secrets: []config.Secret{{Name: "api", Source: "env:API"}, {Name: "gh", Source: config.SecretSourceGitHubApp}}}}, "secrets[1].source"},
 		"host path":   {LaunchOptions{HostPath: "/src"}, "workspace.host_path"},
 		"host mount":  {LaunchOptions{Config: config.Config{Workspace: config.Workspace{Source: config.SourceHostMount}}}, "workspace.host_path"},
 		"local clone": {LaunchOptions{LocalClone: &LocalCloneOptions{Path: "/src"}}, ""},

@@ -318,9 +318,10 @@ func launch(ctx context.Context, be launchBackend, conn *engine.Conn, opts Launc
 		}
 	}
 	if len(secrets) > 0 || len(implicit) > 0 {
-		if conn == nil {
+		vc, carries := be.(vaultCarrier)
+		if conn == nil && !carries {
 			return nil, &StepError{StepNetwork, &errdefs.ConfigError{Key: "secrets", Reason: errdefs.ErrUnsupported,
-				Msg: "the credential vault ([[secrets]], or the API key of ~/.codex/auth.json) is held by the engine's egress proxy; the kubernetes backend's proxy has no vault yet: use --backend engine, or log codex in without an API key"}}
+				Msg: "the credential vault ([[secrets]], or the API key of ~/.codex/auth.json) is held by an egress proxy this backend does not run: use --backend engine, or log codex in without an API key"}}
 		}
 		if plan.Egress.Mode != egress.ModeAllowlist {
 			return nil, &StepError{StepNetwork, &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrConflict,
@@ -347,6 +348,11 @@ func launch(ctx context.Context, be launchBackend, conn *engine.Conn, opts Launc
 		dropped, err := applyVault(&plan, vlt)
 		if err != nil {
 			return nil, &StepError{StepNetwork, err}
+		}
+		if conn == nil {
+			if err := vc.carryVault(vlt); err != nil {
+				return nil, &StepError{StepNetwork, err}
+			}
 		}
 		names := make([]string, 0, len(vlt.secrets))
 		for _, s := range vlt.secrets {
@@ -399,7 +405,10 @@ func launch(ctx context.Context, be launchBackend, conn *engine.Conn, opts Launc
 			return nil, &StepError{StepNetwork, err}
 		}
 	}
-	if vlt != nil {
+	if vlt != nil && sb.egress == nil {
+		// The backend's own sandbox wrote its trust files as it started.
+		progress(StepNetwork, "sandbox CA in "+VaultBundlePath+" (after the image's "+SystemCABundle+", if it has one) and "+VaultCAPath)
+	} else if vlt != nil {
 		system, err := installVaultTrust(ctx, conn, id, sb.egress.dirs, vlt.ca.CertPEM())
 		if err != nil {
 			return nil, &StepError{StepNetwork, err}

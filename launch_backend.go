@@ -140,3 +140,12 @@ type tokenCarrier interface {
 	// program; the token enters the sandbox when it starts.
 	prepareToken(ctx context.Context, sb *Sandbox, opts LaunchOptions, plan *launchplan.Plan, logger *slog.Logger) error
 }
+
+// vaultCarrier is a launch backend that gives the credential vault to an
+// egress proxy of its own (the kubernetes backend's proxy Pod) and the
+// sandbox its trust files as it starts: Launch hands it the vault instead
+// of writing the engine's vault and trust directories.
+type vaultCarrier interface {
+	// carryVault keeps v for start; v's values go to the proxy alone.
+	carryVault(v *vault) error
+}

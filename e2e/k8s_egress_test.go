@@ -136,7 +136,7 @@ func TestK8sEgressAllowlist(t *testing.T) {
 		len(pc.SecurityContext.Capabilities.Add) != 0 {
 		t.Errorf("proxy container %s image %s security %+v", pc.Name, pc.Image, pc.SecurityContext)
 	}
-	if !slices.Equal(pc.Command, kube.EgressCommand(false)) {
+	if !slices.Equal(pc.Command, kube.EgressCommand(false, false)) {
 		t.Errorf("proxy command %q", pc.Command)
 	}
 

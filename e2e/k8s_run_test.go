@@ -563,14 +563,19 @@ func TestK8sRunRefusals(t *testing.T) {
 	defer cancel()
 	ns := c.k8sNamespace(t, ctx)
 	ws := t.TempDir()
+	gh, _, keyPath := fakeGitHubAppTTL(t, tokenTTL)
 	for _, tc := range []struct {
 		config string
 		args   []string
 		want   string
 	}{
 		{fmt.Sprintf("[workspace]\nallowed_roots = [%q]\n", ws), []string{"run", "--workspace", ws}, "host-mount workspace"},
-		{"[[secrets]]\nname = \"api\"\nsource = \"env:API_KEY\"\nhosts = [\"api.example.com\"]\nheader = \"x-api-key: {}\"\nenv = \"API_KEY\"\n",
-			[]string{"run", "--network", "allowlist"}, "[[secrets]]"},
+		// A github-app secret that would hold this run's token (other
+		// [[secrets]] run on the cluster: TestK8sVault*).
+		{fmt.Sprintf("[github]\napp_id = %d\ninstallation_id = %d\nprivate_key_path = %q\napi_url = %q\n"+
+			"[[secrets]]\nname = \"gh\"\nsource = \"github-app\"\nhosts = [\"github.com\"]\nbasic_auth_user = \"x-access-token\"\n",
+			gh.AppID(), gh.InstallationID(), keyPath, gh.URL),
+			[]string{"run", "--repo", "octo-org/demo", "--branch", "main"}, "secrets[0].source"},
 		{"[sandbox]\nprivileged = true\n", []string{"run"}, "sandbox.privileged"},
 	} {
 		pb := c.podbot(ns)

@@ -43,8 +43,25 @@ var ErrBadSecretsFile = errors.New("bad egress secrets file")
 // hold a value.
 func WriteSecretsFile(path string, ss []Secret) error {
 	const op = "write egress secrets"
+	data, err := MarshalSecrets(ss)
+	if err != nil {
+		var fe *errdefs.FilesystemError
+		if errors.As(err, &fe) {
+			fe.Path = path
+		}
+		return err
+	}
+	return writeFileAtomic(path, data, 0o600, op)
+}
+
+// MarshalSecrets is the content of a secrets file holding ss, exactly as
+// WriteSecretsFile writes it (for a vault that reaches the proxy another
+// way, such as a Kubernetes Secret). The secrets are validated first;
+// errors never hold a value.
+func MarshalSecrets(ss []Secret) ([]byte, error) {
+	const op = "write egress secrets"
 	if err := validateSecrets(ss); err != nil {
-		return &errdefs.FilesystemError{Op: op, Path: path, Err: err}
+		return nil, &errdefs.FilesystemError{Op: op, Err: err}
 	}
 	sf := secretsFile{Version: secretsFileVersion, Secrets: make([]fileSecret, len(ss))}
 	for i, s := range ss {
@@ -53,14 +70,14 @@ func WriteSecretsFile(path string, ss []Secret) error {
 	}
 	data, err := json.Marshal(sf)
 	if err != nil {
-		return &errdefs.FilesystemError{Op: op, Path: path, Msg: "cannot encode the secrets"}
+		return nil, &errdefs.FilesystemError{Op: op, Msg: "cannot encode the secrets"}
 	}
 	data = append(data, '\n')
 	if len(data) > MaxSecretsFileBytes {
-		return &errdefs.FilesystemError{Op: op, Path: path, Reason: errdefs.ErrRefused,
+		return nil, &errdefs.FilesystemError{Op: op, Reason: errdefs.ErrRefused,
 			Msg: fmt.Sprintf("the secrets take more than the %d bytes a secrets file may hold", MaxSecretsFileBytes)}
 	}
-	return writeFileAtomic(path, data, 0o600, op)
+	return data, nil
 }
 
 // ReadSecretsFile reads a secrets file written by WriteSecretsFile. It

@@ -85,8 +85,10 @@ func egressLabels(sandbox string) map[string]string {
 
 // BuildEgressConfigMap is the proxy's configuration: the policy file (as
 // egress.ReadPolicyFile reads it) and, when upstreamCA is set, the PEM
-// bundle of network.upstream_ca. It holds no secret.
-func BuildEgressConfigMap(sandbox string, pol *egress.Policy, upstreamCA []byte) (*corev1.ConfigMap, error) {
+// bundle of network.upstream_ca; with a vault, sandboxCA is the sandbox
+// CA's certificate (never its key), which the sandbox's trust init
+// container reads (WithVaultTrust). It holds no secret.
+func BuildEgressConfigMap(sandbox string, pol *egress.Policy, upstreamCA, sandboxCA []byte) (*corev1.ConfigMap, error) {
 	data, err := egress.MarshalPolicy(pol)
 	if err != nil {
 		return nil, err
@@ -98,17 +100,24 @@ func BuildEgressConfigMap(sandbox string, pol *egress.Policy, upstreamCA []byte)
 	if len(upstreamCA) > 0 {
 		cm.Data[egressUpstreamCAKey] = string(upstreamCA)
 	}
+	if len(sandboxCA) > 0 {
+		cm.Data[vaultCAKey] = string(sandboxCA)
+	}
 	return cm, nil
 }
 
-// EgressCommand is the proxy container's command.
-func EgressCommand(upstreamCA bool) []string {
+// EgressCommand is the proxy container's command; vault adds the
+// credential vault's files (withProxyVault).
+func EgressCommand(upstreamCA, vault bool) []string {
 	cmd := []string{SidecarPath, "egress",
 		"--listen", "0.0.0.0:" + strconv.Itoa(egressnet.ProxyPort),
 		"--policy", egressnet.PolicyDirTarget + "/" + egressPolicyKey,
 		"--log", egressnet.LogDirTarget + "/" + egressnet.LogFile}
 	if upstreamCA {
 		cmd = append(cmd, "--upstream-ca", egressnet.PolicyDirTarget+"/"+egressUpstreamCAKey)
+	}
+	if vault {
+		cmd = append(cmd, vaultCommand()...)
 	}
 	return cmd
 }
@@ -119,13 +128,14 @@ func EgressCommand(upstreamCA bool) []string {
 // token), with the sidecar install container of BuildToolPod, the
 // ConfigMap read-only at egressnet.PolicyDirTarget and an emptyDir for the
 // decision log. It restarts in place if the proxy exits (the sidecar and
-// the Pod's address stay).
-func BuildEgressPod(sandbox, image string, upstreamCA bool, opts Options) (*corev1.Pod, error) {
+// the Pod's address stay). With vault set the proxy also gets the
+// credential vault (withProxyVault): the only Pod that mounts its Secret.
+func BuildEgressPod(sandbox, image string, upstreamCA, vault bool, opts Options) (*corev1.Pod, error) {
 	plan := launchplan.Plan{
 		Name:        EgressName(sandbox),
 		Image:       image,
 		User:        strconv.Itoa(egressnet.ProxyUser),
-		InitCommand: EgressCommand(upstreamCA),
+		InitCommand: EgressCommand(upstreamCA, vault),
 		Labels:      egressLabels(sandbox),
 		Tmpfs:       map[string]string{"/tmp": "rw,noexec,nosuid,nodev,size=16m"},
 		Resources:   launchplan.Resources{MemoryBytes: egressMemory, NanoCPUs: egressNanoCPUs},
@@ -162,6 +172,9 @@ func BuildEgressPod(sandbox, image string, upstreamCA bool, opts Options) (*core
 			LocalObjectReference: corev1.LocalObjectReference{Name: EgressName(sandbox)}, DefaultMode: &mode}}},
 		corev1.Volume{Name: egressLogVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 			SizeLimit: tmpfsSize("size=64m")}}})
+	if vault {
+		withProxyVault(pod, sandbox)
+	}
 	return pod, nil
 }
 
@@ -259,11 +272,12 @@ func readUpstreamCA(path string) ([]byte, error) {
 	return data, nil
 }
 
-// startEgress makes sandbox pod's proxy: its ConfigMap, its NetworkPolicy
-// and its Pod, with the sidecar streamed in, and waits until the proxy
-// runs. It returns the proxy Pod's address. On failure the caller deletes
-// what was made (deleteEgress).
-func (c *Client) startEgress(ctx context.Context, pod *corev1.Pod, eg launchplan.Egress) (string, error) {
+// startEgress makes sandbox pod's proxy: its ConfigMap, with a vault (v
+// non-nil) its vault Secret, its NetworkPolicy and its Pod, with the
+// sidecar streamed in, and waits until the proxy runs. It returns the
+// proxy Pod's address. On failure the caller deletes what was made
+// (deleteEgress).
+func (c *Client) startEgress(ctx context.Context, pod *corev1.Pod, eg launchplan.Egress, v *EgressVault) (string, error) {
 	if c.sidecar == nil {
 		return "", &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrMissingRequired,
 			Msg: "allowlist mode runs the egress proxy from podbot-sidecar, streamed into a Pod; install podbot-sidecar next to podbot or set PODBOT_SIDECAR_PATH"}
@@ -272,11 +286,19 @@ func (c *Client) startEgress(ctx context.Context, pod *corev1.Pod, eg launchplan
 	if err != nil {
 		return "", err
 	}
-	cm, err := BuildEgressConfigMap(pod.Name, &eg.Policy, ca)
+	var sandboxCA []byte
+	var secret *corev1.Secret
+	if v != nil {
+		if secret, err = BuildVaultSecret(pod.Name, *v); err != nil {
+			return "", err
+		}
+		sandboxCA = v.CACert
+	}
+	cm, err := BuildEgressConfigMap(pod.Name, &eg.Policy, ca, sandboxCA)
 	if err != nil {
 		return "", err
 	}
-	proxy, err := BuildEgressPod(pod.Name, pod.Spec.Containers[0].Image, len(ca) > 0, c.opts)
+	proxy, err := BuildEgressPod(pod.Name, pod.Spec.Containers[0].Image, len(ca) > 0, v != nil, c.opts)
 	if err != nil {
 		return "", err
 	}
@@ -285,6 +307,11 @@ func (c *Client) startEgress(ctx context.Context, pod *corev1.Pod, eg launchplan
 	defer cancel()
 	if _, err := c.cs.CoreV1().ConfigMaps(c.namespace).Create(cctx, cm, metav1.CreateOptions{}); err != nil {
 		return "", c.classify("create egress config map", cm.Name, err)
+	}
+	if secret != nil {
+		if _, err := c.cs.CoreV1().Secrets(c.namespace).Create(cctx, secret, metav1.CreateOptions{}); err != nil {
+			return "", c.classify("create egress vault secret", secret.Name, err)
+		}
 	}
 	if _, err := c.cs.NetworkingV1().NetworkPolicies(c.namespace).Create(cctx, np, metav1.CreateOptions{}); err != nil {
 		return "", c.classify("create egress network policy", np.Name, err)
@@ -312,9 +339,10 @@ func (c *Client) startEgress(ctx context.Context, pod *corev1.Pod, eg launchplan
 	return run.Status.PodIP, nil
 }
 
-// ownEgress makes the sandbox Pod owner the owner of its egress objects,
-// so deleting the Pod by any means deletes them too.
-func (c *Client) ownEgress(ctx context.Context, sandbox string, owner metav1.OwnerReference) error {
+// ownEgress makes the sandbox Pod owner the owner of its egress objects
+// (with vault, its vault Secret too), so deleting the Pod by any means
+// deletes them too.
+func (c *Client) ownEgress(ctx context.Context, sandbox string, owner metav1.OwnerReference, vault bool) error {
 	name := EgressName(sandbox)
 	refs := []metav1.OwnerReference{owner}
 	var errs []error
@@ -339,14 +367,24 @@ func (c *Client) ownEgress(ctx context.Context, sandbox string, owner metav1.Own
 		_, err = c.cs.NetworkingV1().NetworkPolicies(c.namespace).Update(ctx, np, metav1.UpdateOptions{})
 		errs = append(errs, err)
 	}
+	if vault {
+		// An immutable Secret's metadata may still change.
+		if s, err := c.cs.CoreV1().Secrets(c.namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			errs = append(errs, err)
+		} else {
+			s.OwnerReferences = refs
+			_, err = c.cs.CoreV1().Secrets(c.namespace).Update(ctx, s, metav1.UpdateOptions{})
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return c.classify("own egress objects", name, err)
 	}
 	return nil
 }
 
-// deleteEgress deletes sandbox's proxy Pod, ConfigMap and proxy
-// NetworkPolicy, each only when its labels say it is that sandbox's proxy
+// deleteEgress deletes sandbox's proxy Pod, ConfigMap, vault Secret and
+// proxy NetworkPolicy, each only when its labels say it is that sandbox's proxy
 // object (a same-named object of anyone else's stays). Missing ones are
 // not an error.
 func (c *Client) deleteEgress(ctx context.Context, sandbox string) error {
@@ -370,6 +408,11 @@ func (c *Client) deleteEgress(ctx context.Context, sandbox string) error {
 		keep("delete egress config map", c.cs.CoreV1().ConfigMaps(c.namespace).Delete(ctx, name, metav1.DeleteOptions{}))
 	} else {
 		keep("get egress config map", err)
+	}
+	if s, err := c.cs.CoreV1().Secrets(c.namespace).Get(ctx, name, metav1.GetOptions{}); err == nil && ours(s.Labels) {
+		keep("delete egress vault secret", c.cs.CoreV1().Secrets(c.namespace).Delete(ctx, name, metav1.DeleteOptions{}))
+	} else {
+		keep("get egress vault secret", err)
 	}
 	if np, err := c.cs.NetworkingV1().NetworkPolicies(c.namespace).Get(ctx, name, metav1.GetOptions{}); err == nil && ours(np.Labels) {
 		keep("delete egress network policy", c.cs.NetworkingV1().NetworkPolicies(c.namespace).Delete(ctx, name, metav1.DeleteOptions{}))

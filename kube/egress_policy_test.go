@@ -28,7 +28,7 @@ func allowlistSandbox(t *testing.T) (*Client, *fake.Clientset, string) {
 	if _, err := cs.CoreV1().Pods("sb").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cm, err := BuildEgressConfigMap(plan.Name, &plan.Egress.Policy, nil)
+	cm, err := BuildEgressConfigMap(plan.Name, &plan.Egress.Policy, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func TestEgressName(t *testing.T) {
 
 func TestBuildEgressConfigMap(t *testing.T) {
 	plan := allowlistPlan(t)
-	cm, err := BuildEgressConfigMap(plan.Name, &plan.Egress.Policy, []byte("PEM"))
+	cm, err := BuildEgressConfigMap(plan.Name, &plan.Egress.Policy, []byte("PEM"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +71,14 @@ func TestBuildEgressConfigMap(t *testing.T) {
 	if cm.Data["upstream.pem"] != "PEM" {
 		t.Errorf("upstream CA %q", cm.Data["upstream.pem"])
 	}
-	if cm, _ := BuildEgressConfigMap(plan.Name, &plan.Egress.Policy, nil); len(cm.Data) != 1 {
+	if cm, _ := BuildEgressConfigMap(plan.Name, &plan.Egress.Policy, nil, nil); len(cm.Data) != 1 {
 		t.Errorf("no CA: keys %v", cm.Data)
 	}
 }
 
 func TestBuildEgressPod(t *testing.T) {
 	plan := allowlistPlan(t)
-	pod, err := BuildEgressPod(plan.Name, plan.Image, true, Options{ImagePullPolicy: "Never", RuntimeClass: "gvisor"})
+	pod, err := BuildEgressPod(plan.Name, plan.Image, true, false, Options{ImagePullPolicy: "Never", RuntimeClass: "gvisor"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestOwnAndDeleteEgress(t *testing.T) {
 	c := NewForClientset(cs, "sb", Options{})
 	seedEgress(t, cs, "podbot-a", "podbot-a")
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "podbot-a", UID: "uid-a"}
-	if err := c.ownEgress(ctx, "podbot-a", owner); err != nil {
+	if err := c.ownEgress(ctx, "podbot-a", owner, false); err != nil {
 		t.Fatal(err)
 	}
 	name := EgressName("podbot-a")

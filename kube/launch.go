@@ -36,6 +36,10 @@ type LaunchOptions struct {
 	// Token gives the Pod a token container and volume
 	// (WithTokenContainer), for WriteToken.
 	Token bool
+	// Vault, when set, is the credential vault of an allowlist plan: it
+	// goes to the egress proxy in a Secret of the proxy's, and the Pod
+	// gets the CA's trust files (see BuildVaultSecret, WithVaultTrust).
+	Vault *EgressVault
 }
 
 // WithWorkingDir sets the sandbox container's working directory. A
@@ -65,7 +69,7 @@ func (c *Client) Launch(ctx context.Context, plan launchplan.Plan, opts LaunchOp
 		podOpts = append(podOpts, WithTokenContainer())
 	}
 	if opts.Secret.Empty() {
-		return c.create(ctx, plan, opts.Sidecar, podOpts...)
+		return c.create(ctx, plan, opts.Sidecar, opts.Vault, podOpts...)
 	}
 	secret, err := BuildSecret(pod, opts.Secret)
 	if err != nil {
@@ -87,7 +91,7 @@ func (c *Client) Launch(ctx context.Context, plan launchplan.Plan, opts LaunchOp
 		}
 	}()
 	podOpts = append(podOpts, WithSecretVolume(secret.Name))
-	sb, err = c.create(ctx, plan, opts.Sidecar, podOpts...)
+	sb, err = c.create(ctx, plan, opts.Sidecar, opts.Vault, podOpts...)
 	if err != nil {
 		return Sandbox{}, err
 	}

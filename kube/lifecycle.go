@@ -77,12 +77,14 @@ func sandboxOf(p *corev1.Pod) Sandbox {
 // interrupted Create leaves nothing behind. opts change the Pod BuildPod
 // made before it is created.
 func (c *Client) Create(ctx context.Context, plan launchplan.Plan, opts ...PodOption) (sb Sandbox, err error) {
-	return c.create(ctx, plan, nil, opts...)
+	return c.create(ctx, plan, nil, nil, opts...)
 }
 
 // create is Create; with sc set, the Pod also gets the sidecar streamed in
-// (withSidecarInstall) before its sandbox container starts.
-func (c *Client) create(ctx context.Context, plan launchplan.Plan, sc *Sidecar, opts ...PodOption) (Sandbox, error) {
+// (withSidecarInstall) before its sandbox container starts; with v set
+// (an allowlist plan only), the proxy gets the credential vault and the
+// Pod its trust files (WithVaultTrust).
+func (c *Client) create(ctx context.Context, plan launchplan.Plan, sc *Sidecar, v *EgressVault, opts ...PodOption) (Sandbox, error) {
 	pod, err := BuildPod(plan, c.opts)
 	if err != nil {
 		return Sandbox{}, err
@@ -96,6 +98,15 @@ func (c *Client) create(ctx context.Context, plan launchplan.Plan, sc *Sidecar, 
 	if plan.Network == "none" {
 		np = BuildNetworkPolicy(pod, egress.ModeNone)
 	}
+	if v != nil {
+		if plan.Egress.Mode != egress.ModeAllowlist || np.Spec.Egress == nil {
+			return Sandbox{}, &errdefs.ConfigError{Key: "network.mode", Reason: errdefs.ErrConflict,
+				Msg: "the credential vault ([[secrets]]) is held by the egress proxy and needs network.mode = \"allowlist\""}
+		}
+		if err := WithVaultTrust(pod.Name)(pod); err != nil {
+			return Sandbox{}, err
+		}
+	}
 	wait := func(ctx context.Context) (*corev1.Pod, error) { return c.waitRunning(ctx, pod.Name) }
 	if sc != nil {
 		withSidecarInstall(pod)
@@ -104,7 +115,7 @@ func (c *Client) create(ctx context.Context, plan launchplan.Plan, sc *Sidecar, 
 	if hasTokenContainer(pod) {
 		wait = c.thenTokenRunning(pod.Name, wait)
 	}
-	return c.createObjects(ctx, pod, np, plan.Egress, wait)
+	return c.createObjects(ctx, pod, np, plan.Egress, v, wait)
 }
 
 // createObjects creates np, then pod, makes the Pod the policy's owner and
@@ -112,7 +123,7 @@ func (c *Client) create(ctx context.Context, plan launchplan.Plan, sc *Sidecar, 
 // first makes the sandbox's egress proxy (startEgress), points the Pod at
 // it and makes the Pod the owner of the proxy's objects too. When anything
 // fails or ctx ends, everything it made is deleted before it returns.
-func (c *Client) createObjects(ctx context.Context, pod *corev1.Pod, np *networkingv1.NetworkPolicy, eg launchplan.Egress, wait func(context.Context) (*corev1.Pod, error)) (sb Sandbox, err error) {
+func (c *Client) createObjects(ctx context.Context, pod *corev1.Pod, np *networkingv1.NetworkPolicy, eg launchplan.Egress, v *EgressVault, wait func(context.Context) (*corev1.Pod, error)) (sb Sandbox, err error) {
 	dctx := context.WithoutCancel(ctx)
 	podMade, policyMade, egressMade := false, false, false
 	defer func() {
@@ -131,7 +142,7 @@ func (c *Client) createObjects(ctx context.Context, pod *corev1.Pod, np *network
 	}()
 	if eg.Mode == egress.ModeAllowlist && np.Spec.Egress != nil {
 		egressMade = true
-		addr, err := c.startEgress(ctx, pod, eg)
+		addr, err := c.startEgress(ctx, pod, eg, v)
 		if err != nil {
 			return Sandbox{}, err
 		}
@@ -158,7 +169,7 @@ func (c *Client) createObjects(ctx context.Context, pod *corev1.Pod, np *network
 		_, _ = c.cs.NetworkingV1().NetworkPolicies(c.namespace).Update(cctx, cur, metav1.UpdateOptions{})
 	}
 	if egressMade {
-		if err := c.ownEgress(cctx, pod.Name, owner); err != nil {
+		if err := c.ownEgress(cctx, pod.Name, owner, v != nil); err != nil {
 			return Sandbox{}, err
 		}
 	}
@@ -218,6 +229,17 @@ func startFailure(pod *corev1.Pod) error {
 	switch pod.Status.Phase {
 	case corev1.PodFailed, corev1.PodSucceeded:
 		return fmt.Errorf("it ended (%s) before running: %s", pod.Status.Phase, podReasons(pod))
+	}
+	// An init container that failed (the vault's copy, the trust files)
+	// would only be retried in a Pod that restarts its containers.
+	for _, cs := range pod.Status.InitContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" {
+			t = cs.LastTerminationState.Terminated
+		}
+		if t != nil && t.ExitCode != 0 {
+			return fmt.Errorf("init container %s failed (exit %d, %s): %s", cs.Name, t.ExitCode, t.Reason, bounded(t.Message))
+		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if w := cs.State.Waiting; w != nil && fatalReasons[w.Reason] {

@@ -53,7 +53,7 @@ type PruneResult struct {
 	// Secret and egress proxy.
 	Pods []Sandbox
 	// Egress are the sandboxes (names) whose egress proxy objects (Pod,
-	// ConfigMap, NetworkPolicy) were left without their sandbox Pod.
+	// ConfigMap, NetworkPolicy, vault Secret) were left without their sandbox Pod.
 	Egress []string
 	// Orphans are sandbox NetworkPolicies and Secrets left without their
 	// Pod.
@@ -74,8 +74,8 @@ type PruneResult struct {
 //     the grace whose Pod of the same name and session does not exist:
 //     their owner reference makes the garbage collector delete them with
 //     their Pod, but a create interrupted before it set one leaves them.
-//   - egress proxy Pods, ConfigMaps and NetworkPolicies (podbot.egress.role
-//     = proxy) whose sandbox Pod does not exist, once all of a sandbox's
+//   - egress proxy Pods, ConfigMaps, NetworkPolicies and vault Secrets
+//     (podbot.egress.role = proxy) whose sandbox Pod does not exist, once all of a sandbox's
 //     are older than the grace plus twice the start deadline (a proxy is
 //     made and started before its sandbox Pod).
 //
@@ -206,6 +206,14 @@ func (c *Client) Prune(ctx context.Context, opts PruneOptions) (PruneResult, err
 	} else {
 		for _, np := range l.Items {
 			note(np.ObjectMeta)
+		}
+	}
+	if l, err := c.cs.CoreV1().Secrets(c.namespace).List(cctx, proxies); err != nil {
+		errs = append(errs, c.classify("list egress vault secrets", "", err))
+		left = nil
+	} else {
+		for _, s := range l.Items {
+			note(s.ObjectMeta)
 		}
 	}
 	for sb, ok := range left {

@@ -192,7 +192,7 @@ func (c *Client) CreateToolPod(ctx context.Context, plan launchplan.Plan, sc *Si
 	if plan.Network == "none" {
 		mode = egress.ModeNone
 	}
-	return c.createObjects(ctx, pod, BuildNetworkPolicy(pod, mode), plan.Egress, c.installThenRun(pod.Name, sc))
+	return c.createObjects(ctx, pod, BuildNetworkPolicy(pod, mode), plan.Egress, nil, c.installThenRun(pod.Name, sc))
 }
 
 // waitInstallRunning polls the Pod until its install container runs.
