@@ -214,17 +214,84 @@ func TestK8sToolsEveryTool(t *testing.T) {
 }
 
 // TestK8sToolsHostileInputs runs the engine's hostile-input cases in a tool
-// Pod: symlinks out, a FIFO, the read-only root, and the network (the
-// NetworkPolicy object and no default route). The fork bomb is not run:
-// Kubernetes has no per-Pod process limit (the kubelet's podPidsLimit is
-// per node, and the test cluster sets none), so nothing would hold it.
+// Pod: the fork bomb, symlinks out, a FIFO, the read-only root, and the
+// network (the NetworkPolicy object and no default route). A Pod spec has
+// no process limit; what holds the fork bomb is the kubelet's podPidsLimit
+// (scripts/k8s.sh sets 2048), which the case proves before it forks
+// (checkNodePidsLimit) and otherwise fails without forking.
 func TestK8sToolsHostileInputs(t *testing.T) {
 	c := k8sCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := c.k8sNamespace(t, ctx)
 	s := c.k8sToolSession(t, ctx, ns, nil)
-	checkHostileInputsWith(t, ctx, s, hostileChecks{network: c.checkPodNetworkNone(ns)})
+	checkHostileInputsWith(t, ctx, s, hostileChecks{forkBomb: true, pidsLimited: c.checkNodePidsLimit(ns), network: c.checkPodNetworkNone(ns)})
+}
+
+// checkNodePidsLimit proves that a process limit holds the session's Pod
+// before a fork bomb runs in it: the kubelet of the Pod's node reports a
+// podPidsLimit in its /configz (read through the API server with the
+// library's kube.Client.PodPidsLimits, as podbot doctor does), and, where
+// the Pod's pids cgroup is visible on this machine (the test cluster's node
+// is this host), its pids.max is that number. It fails the test, naming
+// podPidsLimit, when either is missing.
+func (c k8sTestCluster) checkNodePidsLimit(ns string) func(t *testing.T, ctx context.Context, s podbot.ToolSession) {
+	return func(t *testing.T, ctx context.Context, s podbot.ToolSession) {
+		t.Helper()
+		if _, err := shellCall(ctx, s, 0, "true"); err != nil {
+			t.Fatal(err)
+		}
+		pod, err := c.client.CoreV1().Pods(ns).Get(ctx, s.Info().ContainerName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc, err := kube.Connect(kube.Options{Kubeconfig: os.Getenv("PODBOT_E2E_KUBECONFIG"), Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, err := kc.PodPidsLimits(ctx)
+		if err != nil {
+			t.Fatalf("read the nodes' podPidsLimit: %v", err)
+		}
+		var limit int64
+		found := false
+		for _, n := range nodes {
+			if n.Node != pod.Spec.NodeName {
+				continue
+			}
+			found = true
+			if n.Err != nil {
+				t.Fatalf("node %s: podPidsLimit cannot be read: %v; the fork bomb was not run", n.Node, n.Err)
+			}
+			if !n.Limited() {
+				t.Fatalf("node %s runs Pods without a process limit (the kubelet's podPidsLimit is %d): a Pod spec has no process limit, so nothing would hold a fork bomb; "+
+					"scripts/k8s.sh writes podPidsLimit: 2048 into the kubelet's configuration, which a running kubelet reads only when it starts (scripts/k8s.sh down, then up); the fork bomb was not run", n.Node, n.Limit)
+			}
+			limit = n.Limit
+		}
+		if !found {
+			t.Fatalf("the Pod's node %q is not among the nodes read (%+v)", pod.Spec.NodeName, nodes)
+		}
+		// The Pod's own cgroup, from the host (cgroupfs driver, v1 or v2).
+		var files []string
+		for _, pattern := range []string{"/sys/fs/cgroup/pids/kubepods/pod%s/pids.max", "/sys/fs/cgroup/pids/kubepods/*/pod%s/pids.max",
+			"/sys/fs/cgroup/kubepods/pod%s/pids.max", "/sys/fs/cgroup/kubepods/*/pod%s/pids.max"} {
+			m, _ := filepath.Glob(fmt.Sprintf(pattern, pod.UID))
+			files = append(files, m...)
+		}
+		if len(files) == 0 {
+			t.Logf("the Pod's pids cgroup is not visible here; relying on the kubelet's podPidsLimit %d", limit)
+			return
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(b)); got != fmt.Sprint(limit) {
+			t.Fatalf("%s is %q, want the kubelet's podPidsLimit %d; the fork bomb was not run", files[0], got, limit)
+		}
+		t.Logf("node %s: podPidsLimit %d, %s = %d", pod.Spec.NodeName, limit, files[0], limit)
+	}
 }
 
 // TestK8sToolsChangedFiles checks changed_files (inotify in the Pod).
