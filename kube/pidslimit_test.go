@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -35,16 +36,27 @@ func TestParseConfigzPidsLimit(t *testing.T) {
 }
 
 // FuzzConfigzPidsLimit: any answer parses or is an error; never a panic,
-// and a limit is reported only from a kubeletconfig object.
+// and a limit is reported only from a kubeletconfig object (a JSON object
+// key encoding/json matches without regard to case).
 func FuzzConfigzPidsLimit(f *testing.F) {
 	for _, s := range []string{`{"kubeletconfig":{"podPidsLimit":2048}}`, `{"kubeletconfig":null}`, `{}`, `[]`, `{"kubeletconfig":{"podPidsLimit":1e99}}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		n, err := ParseConfigzPidsLimit([]byte(in))
-		if err == nil && !strings.Contains(in, "kubeletconfig") {
-			t.Fatalf("%q gave %d without a kubeletconfig object", in, n)
+		if err != nil {
+			return
 		}
+		var top map[string]json.RawMessage
+		if json.Unmarshal([]byte(in), &top) != nil {
+			t.Fatalf("%q gave %d but is no JSON object", in, n)
+		}
+		for k, v := range top {
+			if strings.EqualFold(k, "kubeletconfig") && string(v) != "null" {
+				return
+			}
+		}
+		t.Fatalf("%q gave %d without a kubeletconfig object", in, n)
 	})
 }
 
