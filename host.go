@@ -31,6 +31,10 @@ type HostOptions struct {
 // returns the agent's exit status. The container is removed when Host
 // returns, whatever the outcome, on a context detached from ctx, so a
 // cancelled ctx (SIGINT, SIGTERM) stops the agent and still cleans up.
+// The one exception is a local repository workspace (local_clone) after a
+// normal end (the agent exited, no error, no cancellation): its copy holds
+// the session's work, so the sandbox is kept as podbot run without --rm
+// keeps it, for podbot diff, log, fetch and apply, until podbot rm.
 //
 // Nothing is ever written to Stdout but the agent's frames (and, under the
 // ACP policy, the answers the policy gives in the agent's place): launch
@@ -61,10 +65,23 @@ func host(ctx context.Context, be launchBackend, conn *engine.Conn, opts HostOpt
 	if err != nil {
 		return 0, err
 	}
+	// A local repository's copy holds the session's work until it is
+	// reviewed and fetched: after a normal end the sandbox is kept, as
+	// podbot run without --rm keeps it (stopped on the engine; on a
+	// cluster the Pod runs on, without its token).
+	keep := sb.Plan.Workspace == launchplan.WorkspaceLocalClone
 	defer func() {
 		cctx, cancel := engine.CleanupContext(ctx)
 		defer cancel()
-		if cerr := sb.Close(cctx, true); cerr != nil {
+		remove := !keep || err != nil || ctx.Err() != nil
+		if !remove {
+			if serr := sb.Stop(cctx, keptStopTimeout); serr != nil {
+				logger.Warn("stopping the kept sandbox failed", "container", sb.Name, "error", serr)
+			}
+			logger.Info("kept the sandbox: its local repository copy holds the session's work",
+				"container", sb.Name, "review", "podbot diff "+sb.Name, "fetch", "podbot fetch "+sb.Name, "remove", "podbot rm "+sb.Name)
+		}
+		if cerr := sb.Close(cctx, remove); cerr != nil {
 			logger.Warn("removing the hosting sandbox failed", "container", sb.Name, "error", cerr)
 		}
 	}()

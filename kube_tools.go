@@ -21,7 +21,11 @@ import (
 // then answers every call over one long-lived pods/exec stream. The
 // workspace is an emptyDir in the Pod, so host mounts are refused, and
 // the Pod lives until Close (tools.idle_timeout does not apply; see
-// sandbox.NewRemoteContainer). The unsafe local backend needs no cluster
+// sandbox.NewRemoteContainer). With tools.network = "allowlist" each Pod
+// gets an egress proxy Pod of its own, as an agent sandbox's (package
+// kube, EgressName), with the policy of the [network] section
+// (network.allow, network.presets); its NetworkPolicy lets the sandbox
+// reach that proxy alone. The unsafe local backend needs no cluster
 // and is NewToolSession's. Warm pools are not served here yet.
 func NewKubeToolSession(ctx context.Context, kc *kube.Client, opts ToolSessionOptions) (ToolSession, error) {
 	backend, err := ParseToolBackend(opts.Backend)
@@ -58,7 +62,17 @@ func NewKubeToolSession(ctx context.Context, kc *kube.Client, opts ToolSessionOp
 	}
 	copts := containerOptions(nil, opts, common)
 	copts.CPUSet = sandbox.CPUSetNone
-	c, err := sandbox.NewRemoteContainer(ctx, &kubeToolRuntime{kc: kc, sidecar: sc, opts: copts}, copts)
+	rt := &kubeToolRuntime{kc: kc, sidecar: sc, opts: copts}
+	if copts.Network == ToolsNetworkAllowlist {
+		// The sandbox reaches the Pod network; its NetworkPolicy lets it
+		// reach its egress proxy Pod alone, which runs from the same sidecar.
+		if rt.egress, err = toolsEgress(opts.Config); err != nil {
+			return nil, err
+		}
+		rt.opts.Network = "bridge" // the Pod network (empty means none for a tool plan)
+		rt.kc = kc.WithSidecar(sc)
+	}
+	c, err := sandbox.NewRemoteContainer(ctx, rt, rt.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +85,9 @@ type kubeToolRuntime struct {
 	kc      *kube.Client
 	sidecar *kube.Sidecar
 	opts    sandbox.ContainerOptions
+	// egress is the allowlist setting with tools.network = "allowlist"
+	// (each Pod gets an egress proxy Pod of its own), else zero.
+	egress launchplan.Egress
 }
 
 // plan is the tool session's launch plan, as on the engine but without a
@@ -97,6 +114,7 @@ func (r *kubeToolRuntime) plan(sessionID, name string) (launchplan.Plan, error) 
 		},
 		Labels:  o.Labels,
 		Version: o.Version,
+		Egress:  r.egress,
 	})
 }
 
@@ -134,7 +152,8 @@ func (r *kubeToolRuntime) SandboxRunning(ctx context.Context, id string) (bool, 
 	return sb.Running(), nil
 }
 
-// RemoveSandbox deletes the Pod and its NetworkPolicy.
+// RemoveSandbox deletes the Pod and its NetworkPolicy, and its egress
+// proxy's Pod, ConfigMap and NetworkPolicy when it has one.
 func (r *kubeToolRuntime) RemoveSandbox(ctx context.Context, id string) error {
 	_, err := r.kc.Remove(ctx, id, kube.RemoveOptions{Force: true})
 	if errors.Is(err, errdefs.ErrNotFound) {

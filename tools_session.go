@@ -142,6 +142,9 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 			Msg: "NewToolSession runs the container backend on an engine; with sandbox.backend = \"kubernetes\" open the session with NewKubeToolSession (package podbot built with -tags kubernetes)"}
 	}
 	copts := containerOptions(conn, opts, common)
+	if copts.Network == ToolsNetworkAllowlist {
+		return nil, errToolsAllowlistOnEngine()
+	}
 	if opts.Pool != nil {
 		return claimToolSession(ctx, conn, opts, copts)
 	}

@@ -130,7 +130,7 @@ func keyTable() []keyDef {
 		{"tools.cpuset", TypeString, false, "auto", "CPUs of a tool-session container: auto (pin to as many CPUs as tools.cpus rounds up to, where the fewest podbot sessions are pinned), none, or a CPU list such as 0-1.", func(c *Config) any { return &c.Tools.CPUSet }},
 		{"tools.batch_scheduling", TypeBool, false, true, "Run the tool sidecar, and the commands it starts, under SCHED_BATCH (Linux): its wake-ups wait for a running command instead of preempting it. false: the default policy.", func(c *Config) any { return &c.Tools.BatchScheduling }},
 		{"tools.pids_limit", TypeInt, false, int64(512), "Maximum processes in a tool-session container. 0: no limit.", func(c *Config) any { return &c.Tools.PidsLimit }},
-		{"tools.network", TypeString, false, "none", "Network of a tool-session container: none, bridge or a named network.", func(c *Config) any { return &c.Tools.Network }},
+		{"tools.network", TypeString, false, "none", "Network of a tool-session sandbox: none, bridge or a named network; allowlist (kubernetes backend only) sends its traffic through an egress proxy Pod that allows the hosts of network.allow and network.presets.", func(c *Config) any { return &c.Tools.Network }},
 		{"tools.user", TypeString, false, "65534:65534", "User[:group] tools run as.", func(c *Config) any { return &c.Tools.User }},
 		{"tools.read_only_rootfs", TypeBool, false, true, "Read-only root filesystem for tool sessions (/workspace stays writable).", func(c *Config) any { return &c.Tools.ReadOnlyRootfs }},
 		{"tools.idle_timeout", TypeDuration, false, 15 * time.Minute, "Remove a tool-session container idle this long. 0: never.", func(c *Config) any { return &c.Tools.IdleTimeout }},

@@ -316,7 +316,9 @@ type Tools struct {
 	BatchScheduling bool
 	// PidsLimit caps a session container's processes (tools.pids_limit).
 	PidsLimit int64
-	// Network is the session container's network (tools.network).
+	// Network is the session container's network (tools.network):
+	// none, bridge, a named network, or NetworkAllowlist on the
+	// kubernetes backend.
 	Network string
 	// User is the user tools run as (tools.user).
 	User string

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,6 +200,105 @@ echo 'from the agent' >> a && git -c user.name=agent -c user.email=agent@example
 		t.Errorf("host branch tip %q", msg)
 	}
 	pb.must(t, ctx, "rm", "-f", "lc-run")
+	c.waitGone(t, ctx, ns)
+	c.nothingLeft(t, ctx, ns)
+	c.noSecrets(t, ctx, ns)
+}
+
+// lcHostAgent is an ACP agent (python3) that answers initialize, and on
+// session/new works in its copy: it reports where it runs, commits a
+// change and reports the commit in the result's _meta.
+const lcHostAgent = `import json, subprocess, sys
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}})
+    elif msg.get("method") == "session/new":
+        work = subprocess.run(["sh", "-c", "pwd; git rev-parse --abbrev-ref HEAD; cat b; echo 'from the hosted agent' >> a; git -c user.name=agent -c user.email=agent@example.com commit -qam 'hosted change'; git rev-parse HEAD"],
+                              capture_output=True, text=True)
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "s1", "_meta": {"podbot.e2e/work": work.stdout, "podbot.e2e/err": work.stderr}}})
+`
+
+// TestK8sLocalCloneHost: podbot host --repo PATH on the cluster with an
+// ACP client: the agent works in its private copy (/work/app on branch
+// podbot/<name>) and commits there; once the client closes the session,
+// podbot host keeps the Pod (its copy holds the work), podbot diff and log
+// show the agent's commit, podbot fetch brings it to the host's branch,
+// and the host's work tree, index, config and hooks are as they were.
+// podbot rm -f then leaves nothing.
+func TestK8sLocalCloneHost(t *testing.T) {
+	c := k8sCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ns := c.k8sNamespace(t, ctx)
+	h := newLCHost(t)
+	pb := c.k8sLC(ns, h)
+	pb.config = k8sHostConfig(lcHostAgent)
+	base := strings.TrimSpace(h.git(t, "-C", h.dir, "rev-parse", "HEAD"))
+	before := h.state(t)
+
+	frames := []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work/app","mcpServers":[]}}`,
+	}
+	const name = "lc-host"
+	lines, stderr := exchangeFrames(t, pb.cmd(t, ctx, "host", "--name", name, "--repo", h.dir), frames)
+	var sess struct {
+		ID     int `json:"id"`
+		Result struct {
+			Meta map[string]string `json:"_meta"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &sess); err != nil || sess.ID != 1 {
+		t.Fatalf("session/new answer %q: %v\nstderr:\n%s", lines[1], err, stderr)
+	}
+	work := strings.Split(strings.TrimSpace(sess.Result.Meta["podbot.e2e/work"]), "\n")
+	if len(work) != 4 || work[0] != "/work/app" || work[1] != "podbot/"+name || work[2] != "bee" || len(work[3]) != 40 {
+		t.Fatalf("the agent's work in its copy: %q (stderr %q)\npodbot stderr:\n%s", work, sess.Result.Meta["podbot.e2e/err"], stderr)
+	}
+	tip := work[3]
+	if !strings.Contains(stderr, "kept the sandbox") {
+		t.Errorf("podbot host did not say it kept the sandbox:\n%s", stderr)
+	}
+
+	// The Pod is kept, running, for the review.
+	pod, err := c.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the hosting Pod was not kept: %v", err)
+	}
+	if pod.Annotations["podbot.localclone.base"] != base || pod.Annotations["podbot.localclone.repo"] != h.dir {
+		t.Errorf("annotations %v", pod.Annotations)
+	}
+	if diff := pb.must(t, ctx, "diff", "--repo", h.dir, name).Stdout; !strings.Contains(diff, "+from the hosted agent") {
+		t.Errorf("diff:\n%s", diff)
+	}
+	if lg := pb.must(t, ctx, "log", "--repo", h.dir, name).Stdout; !strings.Contains(lg, "hosted change") {
+		t.Errorf("log:\n%s", lg)
+	}
+	if fetch := pb.must(t, ctx, "fetch", "--repo", h.dir, name).Stdout; !strings.Contains(fetch, "podbot/"+name+" "+tip+" (1 commit(s)") {
+		t.Errorf("fetch printed %q, want tip %s", fetch, tip)
+	}
+	if got := strings.TrimSpace(h.git(t, "-C", h.dir, "rev-parse", "refs/heads/podbot/"+name)); got != tip {
+		t.Errorf("host branch at %s, want %s", got, tip)
+	}
+	// Nothing reached the host's work tree, index, config or hooks; its
+	// checked-out branch did not move.
+	if after := h.state(t); after != before {
+		t.Errorf("the host repository changed:\n%s\nwas:\n%s", after, before)
+	}
+	if got := strings.TrimSpace(h.git(t, "-C", h.dir, "rev-parse", "HEAD")); got != base {
+		t.Errorf("host HEAD moved to %s, want %s", got, base)
+	}
+	if a, _ := os.ReadFile(filepath.Join(h.dir, "a")); strings.Contains(string(a), "hosted agent") {
+		t.Errorf("the agent's change reached the host's work tree: %q", a)
+	}
+
+	pb.must(t, ctx, "rm", "-f", name)
 	c.waitGone(t, ctx, ns)
 	c.nothingLeft(t, ctx, ns)
 	c.noSecrets(t, ctx, ns)

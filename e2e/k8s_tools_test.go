@@ -214,17 +214,90 @@ func TestK8sToolsEveryTool(t *testing.T) {
 }
 
 // TestK8sToolsHostileInputs runs the engine's hostile-input cases in a tool
-// Pod: symlinks out, a FIFO, the read-only root, and the network (the
-// NetworkPolicy object and no default route). The fork bomb is not run:
-// Kubernetes has no per-Pod process limit (the kubelet's podPidsLimit is
-// per node, and the test cluster sets none), so nothing would hold it.
+// Pod: the fork bomb, symlinks out, a FIFO, the read-only root, and the
+// network (the NetworkPolicy object and no default route). A Pod spec has
+// no process limit; what holds the fork bomb is the kubelet's podPidsLimit
+// (scripts/k8s.sh sets 2048), which the case proves before it forks
+// (checkNodePidsLimit) and otherwise fails without forking.
 func TestK8sToolsHostileInputs(t *testing.T) {
 	c := k8sCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := c.k8sNamespace(t, ctx)
 	s := c.k8sToolSession(t, ctx, ns, nil)
-	checkHostileInputsWith(t, ctx, s, hostileChecks{network: c.checkPodNetworkNone(ns)})
+	checkHostileInputsWith(t, ctx, s, hostileChecks{forkBomb: true, pidsLimited: c.checkNodePidsLimit(ns), network: c.checkPodNetworkNone(ns)})
+}
+
+// checkNodePidsLimit proves that a process limit holds the session's Pod
+// before a fork bomb runs in it, from two sources: the kubelet of the
+// Pod's node, whose /configz (read through the API server's node proxy
+// with the library's kube.Client.PodPidsLimits, as podbot doctor does)
+// reports podPidsLimit, and, where the Pod's pids cgroup is visible on
+// this machine (the test cluster's node is this host), its pids.max. The
+// test cluster's API server refuses to proxy to its node's loopback
+// address ("address not allowed"), so there the cgroup is the proof. It
+// fails the test, naming podPidsLimit, when a source shows no limit or
+// neither can be read.
+func (c k8sTestCluster) checkNodePidsLimit(ns string) func(t *testing.T, ctx context.Context, s podbot.ToolSession) {
+	return func(t *testing.T, ctx context.Context, s podbot.ToolSession) {
+		t.Helper()
+		const restart = "scripts/k8s.sh writes podPidsLimit: 2048 into the kubelet's configuration, which a running kubelet reads only when it starts (scripts/k8s.sh down, then up); the fork bomb was not run"
+		if _, err := shellCall(ctx, s, 0, "true"); err != nil {
+			t.Fatal(err)
+		}
+		pod, err := c.client.CoreV1().Pods(ns).Get(ctx, s.Info().ContainerName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc, err := kube.Connect(kube.Options{Kubeconfig: os.Getenv("PODBOT_E2E_KUBECONFIG"), Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, err := kc.PodPidsLimits(ctx)
+		if err != nil {
+			t.Fatalf("list the nodes: %v", err)
+		}
+		limit := "" // proven limit, as pids.max shows it
+		for _, n := range nodes {
+			if n.Node != pod.Spec.NodeName {
+				continue
+			}
+			switch {
+			case n.Err != nil:
+				t.Logf("node %s: the kubelet's podPidsLimit cannot be read through the API server: %v", n.Node, n.Err)
+			case !n.Limited():
+				t.Fatalf("node %s runs Pods without a process limit (the kubelet's podPidsLimit is %d): a Pod spec has no process limit, so nothing would hold a fork bomb; %s", n.Node, n.Limit, restart)
+			default:
+				limit = fmt.Sprint(n.Limit)
+			}
+		}
+		// The Pod's own cgroup, from the host (cgroupfs driver, v1 or v2).
+		var files []string
+		for _, pattern := range []string{"/sys/fs/cgroup/pids/kubepods/pod%s/pids.max", "/sys/fs/cgroup/pids/kubepods/*/pod%s/pids.max",
+			"/sys/fs/cgroup/kubepods/pod%s/pids.max", "/sys/fs/cgroup/kubepods/*/pod%s/pids.max"} {
+			m, _ := filepath.Glob(fmt.Sprintf(pattern, pod.UID))
+			files = append(files, m...)
+		}
+		if len(files) == 0 {
+			if limit == "" {
+				t.Fatalf("no process limit of the Pod could be read (neither the kubelet's podPidsLimit nor the Pod's pids cgroup); the fork bomb was not run")
+			}
+			t.Logf("the Pod's pids cgroup is not visible here; the kubelet's podPidsLimit is %s", limit)
+			return
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.TrimSpace(string(b))
+		if got == "max" {
+			t.Fatalf("%s is max: the kubelet of node %s sets no podPidsLimit, so nothing would hold a fork bomb in the Pod; %s", files[0], pod.Spec.NodeName, restart)
+		}
+		if limit != "" && got != limit {
+			t.Fatalf("%s is %s, want the kubelet's podPidsLimit %s; the fork bomb was not run", files[0], got, limit)
+		}
+		t.Logf("node %s: the Pod's %s = %s", pod.Spec.NodeName, files[0], got)
+	}
 }
 
 // TestK8sToolsChangedFiles checks changed_files (inotify in the Pod).

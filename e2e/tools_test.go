@@ -237,6 +237,10 @@ func checkHostileInputs(t *testing.T, ctx context.Context, s podbot.ToolSession)
 type hostileChecks struct {
 	// forkBomb runs the fork-bomb case: only where a pids limit holds it.
 	forkBomb bool
+	// pidsLimited, when set, proves that a pids limit holds the session's
+	// sandbox before the fork bomb runs, and fails the case (without
+	// forking) when it cannot.
+	pidsLimited func(t *testing.T, ctx context.Context, s podbot.ToolSession)
 	// network checks that the session's sandbox has no network.
 	network func(t *testing.T, ctx context.Context, s podbot.ToolSession)
 }
@@ -254,6 +258,9 @@ func checkHostileInputsWith(t *testing.T, ctx context.Context, s podbot.ToolSess
 	t.Run("fork bomb is contained and the session survives", func(t *testing.T) {
 		if !hc.forkBomb {
 			t.Skip("no pids limit holds a fork bomb on this backend")
+		}
+		if hc.pidsLimited != nil {
+			hc.pidsLimited(t, ctx, s)
 		}
 		res, err := shellCall(ctx, s, 5, "sh", "-c", `f() { f | f & }; f; sleep 10`)
 		if err != nil {

@@ -470,6 +470,10 @@ podLogsDir: $state/pod-logs
 resolvConf: /etc/resolv.conf
 clusterDomain: cluster.local
 maxPods: 50
+# Kubernetes has no per-Pod process limit in the Pod spec: the kubelet caps
+# every Pod's pids cgroup at this, the engine's default for agent sandboxes
+# (launchplan.AgentPidsLimit), so a fork bomb in a sandbox stops there.
+podPidsLimit: 2048
 serializeImagePulls: false
 # Images come from an import, never a registry: never collect them.
 imageGCHighThresholdPercent: 100

@@ -65,6 +65,7 @@ func runDoctor(ctx context.Context, f *factory) podbot.DoctorReport {
 		backend = opts.Config.Config.Sandbox.Backend
 	}
 	report.Checks = append(report.Checks, f.companionCheck(backend))
+	report.Checks = append(report.Checks, f.kubeDoctorChecks(ctx, backend)...)
 	return report
 }
 

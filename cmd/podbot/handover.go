@@ -24,7 +24,10 @@ const companionName = "podbot-kube"
 // to the companion; every other command runs here (engineOnly ones are
 // refused by checkBackend).
 var kubeServed = map[string]bool{"create": true, "run": true, "host": true, "exec": true, "ps": true, "logs": true, "rm": true, "tools": true, "pool": true, "network": true, "prune": true,
-	"diff": true, "log": true, "fetch": true, "apply": true}
+	"diff": true, "log": true, "fetch": true, "apply": true,
+	// doctor: the companion reads the cluster (the nodes' process limit);
+	// without a usable companion the lean doctor runs and reports why.
+	"doctor": true}
 
 // handOver is what passing a command to the companion needs. newFactory
 // fills it from the process; tests replace the functions.
@@ -67,6 +70,9 @@ func (f *factory) maybeHandOver(cmd *cobra.Command) error {
 	}
 	path, err := findCompanion(f.handOver.executable)
 	if err != nil {
+		if topCommand(cmd).Name() == "doctor" {
+			return nil
+		}
 		return err
 	}
 	f.logger.Debug("kubernetes backend: handing over", "companion", path)

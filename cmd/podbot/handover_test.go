@@ -82,6 +82,7 @@ func TestHandOverServedCommandsOnKubernetes(t *testing.T) {
 		{[]string{cfg}, []string{"tools", "serve", "--backend", "kubernetes"}},
 		{[]string{cfg}, []string{"tools", "call", "ls", "--backend=Kubernetes"}},
 		{[]string{"PODBOT_CONFIG_PATH=" + cfgFile}, []string{"tools", "list"}},
+		{[]string{cfg}, []string{"--backend", "kubernetes", "doctor", "--json"}},
 	} {
 		code, errOut, call := runHandOver(t, dir, tc.env, tc.args...)
 		if !call.called {
@@ -138,6 +139,27 @@ func TestHandOverMissingCompanion(t *testing.T) {
 	code, errOut, call := runHandOver(t, dir, []string{emptyConfig(t)}, "--backend", "kubernetes", "ps")
 	if call.called || code != exitFilesystem || !strings.Contains(errOut, filepath.Join(dir, companionName)) || !strings.Contains(errOut, "make build") {
 		t.Errorf("missing companion: called %v, exit %d, stderr %q", call.called, code, errOut)
+	}
+}
+
+// TestDoctorWithoutCompanionRunsHere: doctor is handed over when it can
+// be, and otherwise runs in podbot and reports the missing companion.
+func TestDoctorWithoutCompanionRunsHere(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "podbot"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{emptyConfig(t), "PODBOT_ENGINE_SOCKET=unix:///nonexistent/podbot.sock"}
+	ios, out, _ := testIO()
+	home := t.TempDir()
+	f := newFactory(ios, append([]string{"HOME=" + home, "XDG_RUNTIME_DIR=" + home}, env...))
+	called := false
+	f.handOver = handOver{argv0: "podbot", args: []string{"--backend", "kubernetes", "doctor"},
+		executable: func() (string, error) { return filepath.Join(dir, "podbot"), nil },
+		exec:       func(string, []string, []string) error { called = true; return errExecCalled }}
+	code := execute(context.Background(), f, []string{"--backend", "kubernetes", "doctor"})
+	if called || code == exitFilesystem || !strings.Contains(out.String(), "its companion binary cannot be used") {
+		t.Errorf("doctor without a companion: handed over %v, exit %d, stdout %q", called, code, out.String())
 	}
 }
 

@@ -195,3 +195,17 @@ func pruneOnKubernetes(ctx context.Context, f *factory, opts *pruneOptions) erro
 	}
 	return err
 }
+
+// kubeDoctorChecks are doctor's checks of the cluster when
+// sandbox.backend is kubernetes: the nodes' per-Pod process limit.
+func (f *factory) kubeDoctorChecks(ctx context.Context, backend string) []podbot.Check {
+	if backend != config.BackendKubernetes {
+		return nil
+	}
+	kc, err := f.kubeClient()
+	if err != nil {
+		return []podbot.Check{{Name: podbot.KubePidsCheckName, Status: podbot.CheckWarn,
+			Detail: "cannot connect to the cluster: " + err.Error(), Fix: "check kubernetes.kubeconfig and kubernetes.context"}}
+	}
+	return []podbot.Check{podbot.DoctorKubePids(ctx, kc)}
+}

@@ -74,3 +74,7 @@ func networkOnKubernetes(context.Context, *factory, string, *networkOptions) err
 func pruneOnKubernetes(context.Context, *factory, *pruneOptions) error {
 	return errNoKubeBackend("prune")
 }
+
+// kubeDoctorChecks is empty in the lean build: with sandbox.backend =
+// kubernetes, doctor runs in the companion, which reads the cluster.
+func (f *factory) kubeDoctorChecks(context.Context, string) []podbot.Check { return nil }
