@@ -56,6 +56,8 @@
 # 0700 directory), the kubeconfigs (0600), etcd/, containerd/ (its own config
 # and root: it shares nothing with dockerd's containerd), cni/ (a bridge +
 # host-local + loopback network, 10.213.0.0/24), kubelet/ and logs/<component>.log.
+# Sockets and pid files go in <state>/run, or in /run/podbot-k8s-<hash> when
+# the state path is too long for unix sockets.
 #
 # NetworkPolicy is enforced by kube-router's network policy controller alone
 # (--run-firewall; its router, service proxy, CNI and health port are off): it
@@ -63,12 +65,10 @@
 # KUBE-NWPLCY-*, jumped to from the top of INPUT, FORWARD and OUTPUT) and
 # ipsets (KUBE-SRC-*, KUBE-DST-*), and sees Pod-to-Pod frames on the bridge
 # through br_netfilter (net.bridge.bridge-nf-call-iptables=1). The Go module
-# proxy lists security advisories against kube-router v2.1.0 (the newest
-# release it serves); none matters for a single-node test cluster whose
-# components listen on 127.0.0.1 only, but do not copy this set-up to a
-# cluster anyone else can reach.
-# Sockets and pid files go in <state>/run, or in /run/podbot-k8s-<hash> when
-# the state path is too long for unix sockets.
+# proxy warns of security flaws reported against kube-router v2.1.0 (the
+# newest release it serves): acceptable only because this is a single-node
+# test cluster whose components listen on 127.0.0.1 only. Do not copy this
+# set-up to a cluster anyone else can reach.
 #
 # Needs root (containerd, runc and the kubelet manage namespaces, mounts and
 # cgroups). There is no systemd on the machines this targets: every component
