@@ -33,7 +33,7 @@ func k8sEgressServers(t *testing.T) (addr string, port, tlsPort int) {
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "outside "+r.Host) })
 	ln, err := net.Listen("tcp4", net.JoinHostPort(addr, "0"))
 	if err != nil {
-		t.Fatalf("listen on %s: %v (scripts/k8s.sh up puts it on the host's link podbot-k8s-out)", addr, err)
+		t.Fatalf("listen on %s: %v (scripts/k8s.sh up puts it on the host's Pod bridge %s)", addr, err, k8sPodBridge)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()

@@ -41,8 +41,8 @@ func netpolServer(t *testing.T, addr string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp4", net.JoinHostPort(addr, "0"))
 	if err != nil {
-		t.Fatalf("listen on %s: %v (scripts/k8s.sh up puts %s and %s on the host's link %s, and Pods reach 10.213.0.1 on %s)",
-			addr, err, k8sOutsidePublic, k8sOutsideLinkLocal, "podbot-k8s-out", k8sPodBridge)
+		t.Fatalf("listen on %s: %v (scripts/k8s.sh up puts %s and %s beside 10.213.0.1 on the host's Pod bridge %s)",
+			addr, err, k8sOutsidePublic, k8sOutsideLinkLocal, k8sPodBridge)
 	}
 	srv := &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "outside "+r.Host) }),

@@ -592,7 +592,7 @@ const k8sPodBridge = "podbot-k8s0"
 
 // Besides the host's address on the Pod bridge (private, 10.213.0.1), the
 // test cluster's Pods have a route to two stand-ins for the outside that
-// scripts/k8s.sh up puts on a dummy link of the host (podbot-k8s-out).
+// scripts/k8s.sh up puts on that bridge too (/32 addresses of the host).
 const (
 	// k8sOutsidePublic stands for a public address (TEST-NET-3): an
 	// allowlist proxy Pod's NetworkPolicy lets it out there.

@@ -104,13 +104,12 @@ readonly service_cidr=10.214.0.0/16
 # Away from Podman's (10.88/16) and Docker's (172.17/16) defaults.
 readonly node_pod_cidr=10.213.0.0/24
 readonly bridge=podbot-k8s0
-# Stand-ins for places outside the cluster, on a dummy link of the host that
-# Pods have a route to (through the bridge): a public address (TEST-NET-3,
+# Stand-ins for places outside the cluster, extra host addresses on the Pod
+# bridge that Pods have a host route to: a public address (TEST-NET-3,
 # RFC 5737, never routed on the internet) and a link-local one like the
 # cloud metadata service (169.254.169.254 itself is left alone: the host
 # may need it). With the bridge address (private, 10.213.0.1) they let the
 # e2e tests show what a NetworkPolicy lets a Pod reach and what it does not.
-readonly outside_link=podbot-k8s-out
 readonly outside_public=203.0.113.1
 readonly outside_linklocal=169.254.213.1
 readonly pause_image=podbot.test/k8s/pause:1
@@ -879,8 +878,8 @@ allow_pod_forwarding() {
 }
 
 # setup_network creates the Pod bridge (the CNI plugin would, at the first
-# Pod; the e2e tests listen on its address before one ran) and the dummy
-# link holding the outside stand-ins.
+# Pod; the e2e tests listen on its address before one ran) and gives it the
+# outside stand-ins as well (/32: no route of the host changes).
 setup_network() {
 	local gw=${node_pod_cidr%.0/*}.1/${node_pod_cidr#*/}
 	if [[ ! -e /sys/class/net/$bridge ]]; then
@@ -888,11 +887,8 @@ setup_network() {
 	fi
 	{ ip addr replace "$gw" dev "$bridge" && ip link set "$bridge" up; } ||
 		die "could not give $bridge its address $gw"
-	if [[ ! -e /sys/class/net/$outside_link ]]; then
-		ip link add "$outside_link" type dummy || die "could not create the dummy link $outside_link"
-	fi
-	{ ip addr replace "$outside_public/32" dev "$outside_link" && ip addr replace "$outside_linklocal/32" dev "$outside_link" &&
-		ip link set "$outside_link" up; } || die "could not give $outside_link its addresses"
+	{ ip addr replace "$outside_public/32" dev "$bridge" && ip addr replace "$outside_linklocal/32" dev "$bridge"; } ||
+		die "could not give $bridge the outside stand-ins $outside_public and $outside_linklocal"
 }
 
 # ---------------------------------------------------------------------------
@@ -1025,12 +1021,9 @@ down() {
 	while read -r m; do
 		umount -- "$m" 2>/dev/null || umount -l -- "$m" 2>/dev/null || log "warning: could not unmount $m"
 	done < <(awk -v s="$state/" -v r="$run/" 'index($5, s) == 1 || index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
-	local l
-	for l in "$bridge" "$outside_link"; do
-		if [[ -e /sys/class/net/$l ]]; then
-			ip link delete "$l" 2>/dev/null || log "warning: could not delete the link $l"
-		fi
-	done
+	if [[ -e /sys/class/net/$bridge ]]; then
+		ip link delete "$bridge" 2>/dev/null || log "warning: could not delete the bridge $bridge"
+	fi
 	while iptables -D FORWARD -i "$bridge" -o "$bridge" -m comment --comment podbot-k8s -j ACCEPT 2>/dev/null; do :; done
 }
 
