@@ -236,8 +236,14 @@ func (c k8sTestCluster) exec(t *testing.T, ctx context.Context, ns, pod string, 
 // execVia is exec over the given transport.
 func (c k8sTestCluster) execVia(t *testing.T, ctx context.Context, via k8sTransport, ns, pod string, stdin string, cmd ...string) k8sExecResult {
 	t.Helper()
+	return c.execIn(t, ctx, via, ns, pod, "sandbox", stdin, cmd...)
+}
+
+// execIn is exec in the named container over the given transport.
+func (c k8sTestCluster) execIn(t *testing.T, ctx context.Context, via k8sTransport, ns, pod, container, stdin string, cmd ...string) k8sExecResult {
+	t.Helper()
 	opts := &corev1.PodExecOptions{
-		Container: "sandbox",
+		Container: container,
 		Command:   cmd,
 		Stdin:     stdin != "",
 		Stdout:    true,

@@ -23,16 +23,17 @@ import (
 	"github.com/podbot/podbot/launchplan"
 )
 
-// k8sEgressServers are an HTTP and an HTTPS test server on the host's
-// address on the Pods' bridge (the one outside address the test cluster's
-// Pods reach), answering "outside HOST".
+// k8sEgressServers are an HTTP and an HTTPS test server on the test
+// cluster's stand-in for a public address (k8sOutsidePublic, on the host),
+// answering "outside HOST". A proxy Pod's NetworkPolicy lets it out there,
+// not to the host's private address on the Pod bridge.
 func k8sEgressServers(t *testing.T) (addr string, port, tlsPort int) {
 	t.Helper()
-	addr = podReachableAddr(t)
+	addr = k8sOutsidePublic
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "outside "+r.Host) })
 	ln, err := net.Listen("tcp4", net.JoinHostPort(addr, "0"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("listen on %s: %v (scripts/k8s.sh up puts it on the host's Pod bridge %s)", addr, err, k8sPodBridge)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
@@ -79,11 +80,9 @@ func (c k8sTestCluster) egressObjectsLeft(t *testing.T, ctx context.Context, ns 
 // HTTPS (CONNECT) through the proxy, a denied one is refused and the
 // refusal is in the proxy's decision log (podbot network log); podbot
 // network allow reaches the running proxy through the ConfigMap without a
-// restart; podbot rm -f leaves nothing.
-//
-// The test cluster's bridge CNI does not enforce NetworkPolicy, so this
-// does not prove that the sandbox cannot go around the proxy: the
-// policies are checked as objects only.
+// restart; podbot rm -f leaves nothing. That the sandbox cannot go around
+// the proxy (the test cluster enforces NetworkPolicy) is
+// TestK8sNetworkPolicyAllowlist's.
 func TestK8sEgressAllowlist(t *testing.T) {
 	c := k8sCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -215,9 +214,8 @@ func TestK8sEgressAllowlist(t *testing.T) {
 		!strings.Contains(lines[1], " 200 outside allowed.test") || !strings.Contains(lines[2], " refused") {
 		t.Fatalf("allowed over HTTP and HTTPS, denied refused: want that, got exit %d:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	// A direct connection (no proxy) is not what this cluster can refuse:
-	// its bridge CNI does not enforce NetworkPolicy. Only the proxy's
-	// decisions are checked.
+	// A direct connection (no proxy) is refused by the NetworkPolicy:
+	// TestK8sNetworkPolicyAllowlist.
 
 	// The refusal is in the proxy's decision log, read by podbot network log.
 	deadline := time.Now().Add(10 * time.Second)

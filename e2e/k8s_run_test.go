@@ -595,6 +595,18 @@ func TestK8sRunRefusals(t *testing.T) {
 // their own network namespace that Pods reach.
 const k8sPodBridge = "podbot-k8s0"
 
+// Besides the host's address on the Pod bridge (private, 10.213.0.1), the
+// test cluster's Pods have a route to two stand-ins for the outside that
+// scripts/k8s.sh up puts on that bridge too (/32 addresses of the host).
+const (
+	// k8sOutsidePublic stands for a public address (TEST-NET-3): an
+	// allowlist proxy Pod's NetworkPolicy lets it out there.
+	k8sOutsidePublic = "203.0.113.1"
+	// k8sOutsideLinkLocal stands for the link-local range of the cloud
+	// metadata service (169.254.169.254 itself is the host's to use).
+	k8sOutsideLinkLocal = "169.254.213.1"
+)
+
 // podReachableAddr is the host's address on the Pods' bridge.
 func podReachableAddr(t *testing.T) string {
 	t.Helper()

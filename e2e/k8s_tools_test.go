@@ -71,11 +71,11 @@ func (c k8sTestCluster) enforcePodSecurity(t *testing.T, ctx context.Context, ns
 }
 
 // checkPodNetworkNone is the kubernetes backend's network check: the Pod's
-// own NetworkPolicy denies all ingress and egress and selects it, and the
-// Pod has no default route on the test cluster. The test cluster's bridge
-// CNI plugin does not enforce NetworkPolicy, so no blocking by the policy
-// is claimed here: a cluster needs a plugin that enforces it (Calico,
-// Cilium, ...).
+// own NetworkPolicy denies all ingress and egress and selects it, the Pod
+// has no default route on the test cluster, and the policy is enforced:
+// the tool Pod cannot open a TCP connection to an HTTP server on the
+// host's public stand-in, which Pods without a policy reach
+// (TestK8sNetworkPolicyNone has the control).
 func (c k8sTestCluster) checkPodNetworkNone(ns string) func(t *testing.T, ctx context.Context, s podbot.ToolSession) {
 	return func(t *testing.T, ctx context.Context, s podbot.ToolSession) {
 		name := s.Info().ContainerName
@@ -103,7 +103,14 @@ func (c k8sTestCluster) checkPodNetworkNone(ns string) func(t *testing.T, ctx co
 				t.Errorf("the tool Pod has a default route (%s)", line)
 			}
 		}
-		t.Log("NetworkPolicy deny-all checked as an object; the test cluster's bridge CNI does not enforce it (no default route is what keeps these Pods off other networks)")
+		srv := netpolServer(t, k8sOutsidePublic)
+		res, err = shellCall(ctx, s, 0, "python3", "-c", tcpProbeScript, srv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Stdout, srv+" closed") {
+			t.Errorf("the tool Pod connected to %s despite its deny-all NetworkPolicy: %q %q", srv, res.Stdout, res.Stderr)
+		}
 	}
 }
 

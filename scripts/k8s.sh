@@ -3,18 +3,21 @@
 # on this machine, built from source, for podbot's Kubernetes tests.
 #
 #   build   build kube-apiserver, kube-controller-manager, kube-scheduler,
-#           kubelet and kubectl (into <state>/bin/<kubernetes version>/) and
-#           etcd (into <state>/bin/etcd-<etcd version>/) from their Go modules.
+#           kubelet and kubectl (into <state>/bin/<kubernetes version>/),
+#           etcd (into <state>/bin/etcd-<etcd version>/) and kube-router (into
+#           <state>/bin/kube-router-<version>/) from their Go modules.
 #           Cached: a binary already built is kept.
-#   up      build (if needed), install containerd, runc and the CNI plugins if
-#           missing, write certificates, kubeconfigs and configuration, start
-#           containerd, etcd, the control plane and the kubelet, wait until the
-#           node is Ready, and import the podbot sandbox image into containerd.
-#           Reuses components that already run. Everything listens on
-#           127.0.0.1 only.
+#   up      build (if needed), install containerd, runc, the CNI plugins,
+#           iptables and ipset if missing, write certificates, kubeconfigs and
+#           configuration, start containerd, etcd, the control plane and the
+#           kubelet, wait until the node is Ready, start the NetworkPolicy
+#           enforcer (kube-router, firewall only) and import the podbot
+#           sandbox image into containerd. Reuses components that already run.
+#           Everything listens on 127.0.0.1 only.
 #   down    stop kwok and delete its nodes (kwok down), delete every Pod
 #           (through the API, so the kubelet stops them and
-#           releases their network), stop everything `up` started, unmount
+#           releases their network), stop everything `up` started, remove
+#           every iptables chain and ipset the enforcer added, unmount
 #           what the kubelet and containerd mounted and remove the Pod bridge.
 #           Certificates, etcd data, binaries and imported images stay.
 #   env     print the environment the e2e tests and kubectl read:
@@ -56,6 +59,17 @@
 # Sockets and pid files go in <state>/run, or in /run/podbot-k8s-<hash> when
 # the state path is too long for unix sockets.
 #
+# NetworkPolicy is enforced by kube-router's network policy controller alone
+# (--run-firewall; its router, service proxy, CNI and health port are off): it
+# programs iptables (filter table: chains KUBE-ROUTER-*, KUBE-POD-FW-*,
+# KUBE-NWPLCY-*, jumped to from the top of INPUT, FORWARD and OUTPUT) and
+# ipsets (KUBE-SRC-*, KUBE-DST-*), and sees Pod-to-Pod frames on the bridge
+# through br_netfilter (net.bridge.bridge-nf-call-iptables=1). The Go module
+# proxy warns of security flaws reported against kube-router v2.1.0 (the
+# newest release it serves): acceptable only because this is a single-node
+# test cluster whose components listen on 127.0.0.1 only. Do not copy this
+# set-up to a cluster anyone else can reach.
+#
 # Needs root (containerd, runc and the kubelet manage namespaces, mounts and
 # cgroups). There is no systemd on the machines this targets: every component
 # runs as a plain background process in its own session.
@@ -67,8 +81,9 @@ readonly k8s_version=v1.36.3
 readonly k8s_staging_version=v0.36.3
 readonly etcd_version=v3.6.16
 readonly kwok_version=v0.8.0
+readonly kube_router_version=v2.1.0
 
-readonly packages=(containerd runc containernetworking-plugins iptables openssl curl jq)
+readonly packages=(containerd runc containernetworking-plugins iptables ipset openssl curl jq)
 readonly k8s_components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 
 # Ports, all on 127.0.0.1, away from the usual Kubernetes ports so a cluster
@@ -89,6 +104,14 @@ readonly service_cidr=10.214.0.0/16
 # Away from Podman's (10.88/16) and Docker's (172.17/16) defaults.
 readonly node_pod_cidr=10.213.0.0/24
 readonly bridge=podbot-k8s0
+# Stand-ins for places outside the cluster, extra host addresses on the Pod
+# bridge that Pods have a host route to: a public address (TEST-NET-3,
+# RFC 5737, never routed on the internet) and a link-local one like the
+# cloud metadata service (169.254.169.254 itself is left alone: the host
+# may need it). With the bridge address (private, 10.213.0.1) they let the
+# e2e tests show what a NetworkPolicy lets a Pod reach and what it does not.
+readonly outside_public=203.0.113.1
+readonly outside_linklocal=169.254.213.1
 readonly pause_image=podbot.test/k8s/pause:1
 
 die() {
@@ -127,6 +150,7 @@ resolve_dirs() {
 	cni_bin=/usr/lib/cni
 	admin_kubeconfig=$state/admin.kubeconfig
 	kwok_bin=$state/bin/kwok-$kwok_version
+	netpol_bin=$state/bin/kube-router-$kube_router_version
 }
 
 # ---------------------------------------------------------------------------
@@ -222,8 +246,15 @@ build() {
 		done
 		[[ -x $etcd_bin/etcd ]] || die "etcd build produced no binary in $etcd_bin"
 	fi
+	if [[ ! -x $netpol_bin/kube-router ]]; then
+		build_module "$state/build/kube-router-$kube_router_version" github.com/cloudnativelabs/kube-router/v2 \
+			"$kube_router_version" "" "$netpol_bin" \
+			"-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$kube_router_version" \
+			github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+		[[ -x $netpol_bin/kube-router ]] || die "kube-router build produced no binary in $netpol_bin"
+	fi
 	if ((SECONDS > started)); then
-		log "built in $((SECONDS - started))s into $bin and $etcd_bin"
+		log "built in $((SECONDS - started))s into $bin, $etcd_bin and $netpol_bin"
 	fi
 }
 
@@ -412,8 +443,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   max_conf_num = 1
 EOF
 	# Pods talk to each other and the host on a private bridge, and to nothing
-	# else: no default route, no masquerade. (The bridge plugin enforces no
-	# NetworkPolicy.)
+	# else: no default route, no masquerade; two host routes lead to the
+	# outside stand-ins on the host. (The bridge plugin enforces no
+	# NetworkPolicy: kube-router does.)
 	write_file "$state/cni/net.d/10-podbot-test.conflist" 0644 <<EOF
 {
   "cniVersion": "0.4.0",
@@ -428,7 +460,8 @@ EOF
       "ipam": {
         "type": "host-local",
         "dataDir": "$state/cni/ipam",
-        "ranges": [[{"subnet": "$node_pod_cidr"}]]
+        "ranges": [[{"subnet": "$node_pod_cidr"}]],
+        "routes": [{"dst": "$outside_public/32"}, {"dst": "$outside_linklocal/32"}]
       }
     },
     {"type": "loopback"}
@@ -532,6 +565,7 @@ probe() {
 	kube-controller-manager) https_ok "$controller_manager_port" /healthz ;;
 	kube-scheduler) https_ok "$scheduler_port" /healthz ;;
 	kubelet) [[ $(curl -fsS --max-time 3 "http://127.0.0.1:$kubelet_healthz_port/healthz" 2>/dev/null) == ok ]] ;;
+	kube-router) netpol_enforcing ;;
 	*) return 1 ;;
 	esac
 }
@@ -823,7 +857,9 @@ up() {
 	start_scheduler
 	start_kubelet
 	wait_node
+	setup_network
 	allow_pod_forwarding
+	start_netpol
 	import_image
 	log "cluster up: source <($0 env) && kubectl get nodes"
 }
@@ -833,10 +869,126 @@ up() {
 # where dockerd has set the FORWARD policy to DROP and bridged frames pass
 # through iptables, Pod-to-Pod traffic would be dropped. Idempotent; only
 # traffic that enters and leaves the test bridge is accepted.
+#
+# The accept must come after kube-router's jump (start_netpol checks it):
+# traffic a NetworkPolicy refuses is rejected in kube-router's chains before
+# it gets here.
 allow_pod_forwarding() {
-	iptables -C FORWARD -i "$bridge" -o "$bridge" -m comment --comment podbot-k8s -j ACCEPT 2>/dev/null ||
-		iptables -I FORWARD 1 -i "$bridge" -o "$bridge" -m comment --comment podbot-k8s -j ACCEPT ||
+	iptables -C FORWARD -i "$bridge" -o "$bridge" -m comment --comment podbot-k8s -j ACCEPT 2>/dev/null && return 0
+	local pos
+	pos=$(iptables -L FORWARD -n --line-numbers | awk '$2 == "KUBE-ROUTER-FORWARD" { print $1; exit }')
+	iptables -I FORWARD $((${pos:-0} + 1)) -i "$bridge" -o "$bridge" -m comment --comment podbot-k8s -j ACCEPT ||
 		die "could not let Pods on $bridge reach each other (iptables FORWARD)"
+}
+
+# setup_network creates the Pod bridge (the CNI plugin would, at the first
+# Pod; the e2e tests listen on its address before one ran) and gives it the
+# outside stand-ins as well (/32: no route of the host changes).
+setup_network() {
+	local gw=${node_pod_cidr%.0/*}.1/${node_pod_cidr#*/}
+	if [[ ! -e /sys/class/net/$bridge ]]; then
+		ip link add "$bridge" type bridge || die "could not create the bridge $bridge"
+	fi
+	{ ip addr replace "$gw" dev "$bridge" && ip link set "$bridge" up; } ||
+		die "could not give $bridge its address $gw"
+	{ ip addr replace "$outside_public/32" dev "$bridge" && ip addr replace "$outside_linklocal/32" dev "$bridge"; } ||
+		die "could not give $bridge the outside stand-ins $outside_public and $outside_linklocal"
+}
+
+# ---------------------------------------------------------------------------
+# NetworkPolicy: kube-router's network policy controller
+
+# netpol_rbac lets the enforcer's identity (podbot-netpol, a client
+# certificate) read what it needs and nothing else.
+netpol_rbac() {
+	kctl apply -f - >/dev/null <<EOF || die "could not grant the NetworkPolicy enforcer its read access"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: podbot-netpol
+rules:
+- apiGroups: [""]
+  resources: [pods, namespaces, nodes, services, endpoints]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: podbot-netpol
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: podbot-netpol
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: podbot-netpol
+EOF
+}
+
+# netpol_enforcing succeeds when kube-router's chains are in place: its
+# jump comes before the Pod bridge's accept in FORWARD, and INPUT and
+# OUTPUT jump to its chains too.
+netpol_enforcing() {
+	local first chain
+	first=$(iptables -L FORWARD -n 2>/dev/null | awk '$1 == "KUBE-ROUTER-FORWARD" || /podbot-k8s/ { print $1; exit }')
+	[[ $first == KUBE-ROUTER-FORWARD ]] || return 1
+	for chain in INPUT OUTPUT; do
+		iptables -L "$chain" -n 2>/dev/null | awk -v c="KUBE-ROUTER-$chain" '$1 == c { f = 1 } END { exit !f }' || return 1
+	done
+}
+
+# start_netpol starts kube-router as a NetworkPolicy controller only (no
+# router, service proxy, CNI, health or metrics port) and waits until its
+# chains are in place.
+start_netpol() {
+	[[ -x $netpol_bin/kube-router ]] || die "kube-router missing in $netpol_bin: run $0 build"
+	command -v ipset >/dev/null || die "ipset missing (Debian package ipset)"
+	# Frames between Pods on the bridge must pass through iptables.
+	[[ -e /proc/sys/net/bridge ]] || modprobe br_netfilter 2>/dev/null || true
+	sysctl -qw net.bridge.bridge-nf-call-iptables=1 ||
+		die "could not set net.bridge.bridge-nf-call-iptables=1 (br_netfilter): NetworkPolicy would not apply between Pods"
+	cert netpol podbot-netpol "" clientAuth
+	kubeconfig netpol netpol
+	netpol_rbac
+	start kube-router "$netpol_bin/kube-router" \
+		--kubeconfig "$state/netpol.kubeconfig" \
+		--hostname-override "$node_name" \
+		--run-firewall=true \
+		--run-router=false \
+		--run-service-proxy=false \
+		--run-loadbalancer=false \
+		--enable-cni=false \
+		--enable-pod-egress=false \
+		--enable-ipv6=false \
+		--service-cluster-ip-range "$service_cidr" \
+		--health-port 0 \
+		--metrics-port 0 \
+		--v 1
+}
+
+# netpol_cleanup removes every iptables rule, chain and ipset kube-router
+# made (it leaves them behind when it stops).
+netpol_cleanup() {
+	local chain n chains sets
+	for chain in INPUT FORWARD OUTPUT; do
+		for n in $(iptables -L "$chain" -n --line-numbers 2>/dev/null | awk '$2 ~ /^KUBE-ROUTER-/ { print $1 }' | sort -rn); do
+			iptables -D "$chain" "$n" || log "warning: could not delete rule $n of $chain"
+		done
+	done
+	chains=$(iptables -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-(ROUTER-|POD-FW-|NWPLCY-)/ { print $2 }')
+	for chain in $chains; do iptables -F "$chain" 2>/dev/null || true; done
+	for chain in $chains; do iptables -X "$chain" 2>/dev/null || log "warning: could not delete the chain $chain"; done
+	if command -v ipset >/dev/null; then
+		sets=$(ipset list -n 2>/dev/null | grep -E '^(KUBE-SRC-|KUBE-DST-|TMP-[A-Z2-7]{16}$)' || true)
+		for n in $sets; do ipset destroy "$n" 2>/dev/null || log "warning: could not destroy the ipset $n"; done
+	fi
 }
 
 down() {
@@ -850,6 +1002,8 @@ down() {
 			log "warning: deleting the Pods failed or timed out"
 	fi
 	stop kubelet kubelet
+	stop kube-router kube-router
+	netpol_cleanup
 	stop kube-scheduler kube-scheduler
 	stop kube-controller-manager kube-controller-manager
 	stop kube-apiserver kube-apiserver
@@ -889,13 +1043,17 @@ print_env() {
 
 status() {
 	local rc=0 name binary pid
-	for name in containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+	for name in containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-router; do
 		binary=$name
 		if ! pid=$(alive "$run/$name.pid" "$binary"); then
 			echo "$name: not running"
 			rc=1
 		elif probe "$name"; then
-			echo "$name: running, pid $pid, healthy"
+			if [[ $name == kube-router ]]; then
+				echo "$name: running, pid $pid, enforcing NetworkPolicy ($kube_router_version, firewall only)"
+			else
+				echo "$name: running, pid $pid, healthy"
+			fi
 		else
 			echo "$name: running, pid $pid, NOT healthy"
 			rc=1
