@@ -74,3 +74,7 @@ func networkOnKubernetes(context.Context, *factory, string, *networkOptions) err
 func pruneOnKubernetes(context.Context, *factory, *pruneOptions) error {
 	return errNoKubeBackend("prune")
 }
+
+func tokenDaemonOnKubernetes(context.Context, *factory, *tokenDaemonOptions, podbot.TokenDaemonOptions) error {
+	return errNoKubeBackend("token-daemon")
+}
