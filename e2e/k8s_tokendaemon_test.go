@@ -65,7 +65,7 @@ func newK8sTokenSetup(t *testing.T, ctx context.Context) k8sTokenSetup {
 	ns := c.k8sNamespace(t, ctx)
 	gh, _, keyPath := fakeGitHubAppTTL(t, k8sDaemonTTL)
 	root := t.TempDir()
-	newHostRepo(t, root, "octo-org/demo", "main")
+	newHostRepo(t, root, "octo-org/demo", "feature")
 	gs, base := podGitServer(t, root, gh.Valid)
 	pb := c.podbot(ns)
 	pb.config = fmt.Sprintf("[github]\napp_id = %d\ninstallation_id = %d\nprivate_key_path = %q\napi_url = %q\nclone_base_url = %q\ntoken_refresh_buffer = %q\n",
