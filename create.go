@@ -80,6 +80,14 @@ type CreateOptions struct {
 	// LocalClone, when set, copies a host repository into the sandbox on
 	// branch podbot/<name> (see LocalCloneOptions).
 	LocalClone *LocalCloneOptions
+	// GitHubRepo (owner/name), on the kubernetes backend only, gives the
+	// sandbox a GitHub installation token limited to that repository,
+	// minted by TokenSource, with podbot-sidecar (SidecarPath) as git's
+	// askpass program; podbot token-daemon keeps it fresh (see
+	// CreateOnKubernetes). Nothing is cloned. Create refuses it.
+	GitHubRepo string
+	// TokenSource mints GitHubRepo's tokens (a *github.App).
+	TokenSource tokendaemon.TokenSource
 	// Redactor, when set, learns the real values of the [[secrets]].
 	Redactor *creds.Redactor
 	// Pool, when set, claims a ready member of this agent pool instead of
@@ -245,6 +253,10 @@ func CreateRequest(ep engine.Endpoint, opts CreateOptions) (launchplan.Request, 
 // With opts.Pool set, Create claims a ready member of that pool instead
 // (see claimSandbox).
 func Create(ctx context.Context, conn *engine.Conn, opts CreateOptions) (res CreateResult, err error) {
+	if opts.GitHubRepo != "" {
+		return CreateResult{}, &errdefs.ConfigError{Key: "repo", Reason: errdefs.ErrUnsupported,
+			Msg: "podbot create gives a sandbox a GitHub token (--repo OWNER/NAME) on the kubernetes backend only; on the engine use podbot run --repo OWNER/NAME, or podbot create --repo PATH to copy a local repository"}
+	}
 	if opts.Pool != nil {
 		return claimSandbox(ctx, conn, opts)
 	}

@@ -30,9 +30,22 @@ import (
 // With opts.Pool it claims a ready Pod of that pool instead (see
 // NewKubePoolBackend).
 //
+// With opts.GitHubRepo and opts.TokenSource the Pod gets a GitHub
+// installation token as podbot run gives one (see kube_token.go): limited
+// to that repository, written by exec into the Pod's token container, and
+// read by git through podbot-sidecar (streamed in from opts.SidecarPath),
+// which gives it to github.clone_base_url's origin alone. The Pod is
+// labelled launchplan.LabelGitHubToken=true and records the repository
+// and origin in its annotations (nothing secret), so podbot token-daemon
+// (RunTokenDaemonOnKubernetes) can keep the token fresh; without it the
+// token expires. Nothing is cloned.
+//
 // This file is built only with -tags kubernetes, so that a program using
 // package podbot without the kubernetes backend does not link client-go.
 func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions) (CreateResult, error) {
+	if err := checkCreateToken(opts); err != nil {
+		return CreateResult{}, err
+	}
 	if opts.Pool != nil {
 		return claimOnKubernetes(ctx, kc, opts)
 	}
@@ -78,7 +91,12 @@ func CreateOnKubernetes(ctx context.Context, kc *kube.Client, opts CreateOptions
 			plan.Labels[k] = v
 		}
 	}
-	sb, err := kc.Launch(ctx, plan, kube.LaunchOptions{PodOptions: podOpts, Vault: ev})
+	var sb kube.Sandbox
+	if opts.GitHubRepo != "" {
+		sb, err = createWithToken(ctx, kc, opts, sidecarPath, &plan, podOpts, ev)
+	} else {
+		sb, err = kc.Launch(ctx, plan, kube.LaunchOptions{PodOptions: podOpts, Vault: ev})
+	}
 	if err != nil {
 		return CreateResult{}, err
 	}

@@ -115,9 +115,10 @@ func podRunning(ctx context.Context, kc *kube.Client, name string) (bool, error)
 
 // kubeTokenStore is the token daemon's store on the kubernetes backend:
 // the Pod's token volume, written through its token container. Until the
-// Pod runs (attach), it keeps the first token.
+// Pod runs (attach), it keeps the first token; podbot token-daemon's
+// store is live from the start.
 type kubeTokenStore struct {
-	kc     *kube.Client
+	kc     podTokenWriter
 	name   string
 	origin string
 
@@ -165,4 +166,78 @@ func (s *kubeTokenStore) withdraw(ctx context.Context) error {
 		return nil
 	}
 	return s.kc.WithdrawToken(ctx, s.name)
+}
+
+// checkCreateToken refuses a token for podbot create that cannot be had:
+// without a GitHub App, or with a pool claim or a local clone.
+func checkCreateToken(opts CreateOptions) error {
+	if opts.GitHubRepo == "" {
+		return nil
+	}
+	switch {
+	case opts.TokenSource == nil:
+		return &errdefs.ConfigError{Key: "github.app_id", Reason: errdefs.ErrMissingRequired,
+			Msg: "--repo OWNER/NAME gives the sandbox a GitHub installation token, which needs a GitHub App: set github.app_id, github.installation_id and github.private_key_path"}
+	case opts.Pool != nil:
+		return &errdefs.ConfigError{Key: "pool", Reason: errdefs.ErrConflict,
+			Msg: "a claimed pool member gets no GitHub token from podbot create on the kubernetes backend; drop --pool or --repo OWNER/NAME"}
+	case opts.LocalClone != nil:
+		return &errdefs.ConfigError{Key: "repo", Reason: errdefs.ErrConflict,
+			Msg: "give one repository: a GitHub repository (OWNER/NAME) or a local one (PATH), not both"}
+	}
+	_, err := workspace.ParseRepo(opts.GitHubRepo)
+	return err
+}
+
+// createWithToken is kube.Client.Create for podbot create with a GitHub
+// repository: it mints the first token, gives the Pod the sidecar, the
+// token container and the labels podbot token-daemon reads, makes the
+// Pod and writes the token into it. A failure deletes the Pod.
+func createWithToken(ctx context.Context, kc *kube.Client, opts CreateOptions, sidecarPath string, plan *launchplan.Plan, podOpts []kube.PodOption, ev *kube.EgressVault) (kube.Sandbox, error) {
+	b := newKubeBackend(kc, sidecarPath)
+	if err := b.loadSidecar(); err != nil {
+		return kube.Sandbox{}, err
+	}
+	base := opts.Config.GitHub.CloneBaseURL
+	if base == "" {
+		base = workspace.DefaultCloneBaseURL
+	}
+	origin, err := gitcred.ParseOrigin(base)
+	if err != nil {
+		return kube.Sandbox{}, err
+	}
+	repo, err := workspace.ParseRepo(opts.GitHubRepo)
+	if err != nil {
+		return kube.Sandbox{}, err
+	}
+	store := &kubeTokenStore{kc: kc, name: plan.Name, origin: origin.String()}
+	d, err := tokendaemon.New(tokendaemon.Options{
+		ContainerID:  plan.Name,
+		Source:       RedactingTokenSource(opts.TokenSource, opts.Redactor),
+		Repositories: []string{repo.Name},
+		GitOrigin:    origin,
+		Alive:        func(context.Context) (bool, error) { return true, nil }, // Prepare only: create runs no refresh
+		Store:        store,
+	})
+	if err != nil {
+		return kube.Sandbox{}, err
+	}
+	if _, err := d.Prepare(ctx); err != nil {
+		return kube.Sandbox{}, err
+	}
+	if err := plan.Apply(
+		launchplan.WithGitHubScope(opts.GitHubRepo, origin.String()),
+		launchplan.WithGitAskpass(kubeSidecarAskpass),
+	); err != nil {
+		return kube.Sandbox{}, err
+	}
+	plan.Labels[launchplan.LabelGitHubToken] = "true"
+	sb, err := kc.Launch(ctx, *plan, kube.LaunchOptions{PodOptions: podOpts, Sidecar: b.sidecar, Token: true, Vault: ev})
+	if err != nil {
+		return kube.Sandbox{}, err
+	}
+	if err := store.attach(ctx); err != nil {
+		return kube.Sandbox{}, errors.Join(err, kc.Delete(ctx, sb.Name))
+	}
+	return sb, nil
 }

@@ -41,6 +41,9 @@ type Sandbox struct {
 	Created time.Time
 	// Labels are the Pod's labels; Annotations hold every podbot label.
 	Labels, Annotations map[string]string
+	// Deleting is set once the Pod is being deleted (it has a deletion
+	// timestamp), though it may still run for its grace period.
+	Deleting bool
 }
 
 // Managed reports whether podbot created the Pod.
@@ -64,7 +67,7 @@ func sandboxOf(p *corev1.Pod) Sandbox {
 		}
 	}
 	if p.DeletionTimestamp != nil {
-		s.Reason = "Terminating"
+		s.Reason, s.Deleting = "Terminating", true
 	}
 	return s
 }

@@ -229,6 +229,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return ctx.Err()
 		case err != nil:
 			log.Warn("cannot tell whether the container is alive; keeping its token fresh", "err", err)
+		case !alive && d.opts.Store != nil:
+			log.Info("container stopped or gone; no more tokens for it")
+			return nil
 		case !alive:
 			log.Info("container stopped or gone; removing its token directory", "dir", d.dir)
 			return d.Remove()

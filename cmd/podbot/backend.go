@@ -14,7 +14,7 @@ import (
 // with sandbox.backend = "kubernetes" they are refused rather than run on
 // the local engine behind the user's back.
 var engineOnly = map[string]bool{
-	"start": true, "token-daemon": true,
+	"start": true,
 }
 
 // checkBackend refuses an engine-only command when the kubernetes backend
@@ -37,5 +37,5 @@ func (f *factory) checkBackend(cmd *cobra.Command) error {
 		return nil
 	}
 	return &errdefs.ConfigError{Key: "sandbox.backend", Source: loaded.Sources["sandbox.backend"], Reason: errdefs.ErrUnsupported,
-		Msg: fmt.Sprintf("podbot %s does not run on the kubernetes backend yet (create, run, host, exec, ps, logs, rm, prune, network, tools, pool, diff, log, fetch and apply do); use --backend engine for it", strings.TrimPrefix(cmd.CommandPath(), "podbot "))}
+		Msg: fmt.Sprintf("podbot %s does not run on the kubernetes backend yet (create, run, host, exec, ps, logs, rm, prune, network, tools, pool, diff, log, fetch, apply and token-daemon do); use --backend engine for it", strings.TrimPrefix(cmd.CommandPath(), "podbot "))}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/workspace"
 )
 
 // createOptions are podbot create's flags and arguments.
@@ -27,6 +28,10 @@ type createOptions struct {
 	wait       time.Duration
 	repo       string
 	local      localCloneFlags
+
+	// githubRepo is --repo OWNER/NAME: a GitHub token for that
+	// repository (the kubernetes backend only).
+	githubRepo string
 
 	// runtimeDir is $XDG_RUNTIME_DIR (an allowlist sandbox's egress files).
 	runtimeDir string
@@ -66,7 +71,11 @@ With sandbox.backend = "kubernetes" (--backend kubernetes) the sandbox is a
 hardened Pod in the [kubernetes] namespace with a NetworkPolicy of its own,
 created through the API server; create waits until it runs and deletes it
 again on any failure or Ctrl-C. That backend takes --network none or open
-(no egress proxy on a cluster yet) and refuses --privileged.`,
+(no egress proxy on a cluster yet) and refuses --privileged. There,
+--repo OWNER/NAME with a GitHub App configured gives the Pod an installation
+token limited to that repository, as podbot run does (git reads it through
+podbot-sidecar, for github.clone_base_url's origin only; nothing is cloned);
+run podbot token-daemon NAME (or --all) to keep it fresh.`,
 		Example: `  name=$(podbot create --network none --read-only --memory 512m)
   podbot exec "$name" -- sh -c 'id; cat /proc/self/status | grep Cap'
   podbot create --name scratch --pids-limit 100 -- sleep 3600
@@ -75,7 +84,8 @@ again on any failure or Ctrl-C. That backend takes --network none or open
   podbot create --pool scratch --wait 5s
   podbot create --name fix-1 --repo . --dirty      # then: podbot diff fix-1
 
-  podbot --backend kubernetes create --network none --read-only`,
+  podbot --backend kubernetes create --network none --read-only
+  podbot --backend kubernetes create --name fix-2 --network open --repo octo-org/demo`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			opts.readOnlySet = fl.Changed("read-only")
@@ -112,7 +122,7 @@ again on any failure or Ctrl-C. That backend takes --network none or open
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.name, "name", "", "container `NAME` (default podbot-sandbox-<id>)")
-	fl.StringVar(&opts.repo, "repo", "", "local repository `PATH` to copy into the sandbox on branch podbot/<name> (see podbot diff)")
+	fl.StringVar(&opts.repo, "repo", "", "local repository `PATH` to copy into the sandbox on branch podbot/<name> (see podbot diff); on the kubernetes backend also OWNER/NAME: a GitHub App token for that repository, kept fresh by podbot token-daemon")
 	opts.local.register(fl)
 	fl.StringVar(&opts.network, "network", "", "egress `MODE` (allowlist, none, open), or bridge or a network name with network.mode = open (default: network.mode and sandbox.network)")
 	opts.egress.registerAllowHost(fl)
@@ -203,7 +213,7 @@ func (o *createOptions) toLibrary(cfg config.Config, sidecar string) (podbot.Cre
 func (opts *createOptions) localCloneOf(f *factory, cfg config.Config) (*podbot.LocalCloneOptions, error) {
 	if opts.repo != "" {
 		if !isLocalRepo(opts.repo) {
-			return nil, &usageError{msg: fmt.Sprintf("--repo %q: podbot create copies a local repository; give its path (/..., ./..., ~/...)", opts.repo)}
+			return nil, &usageError{msg: fmt.Sprintf("--repo %q: give a local repository's path (/..., ./..., ~/...) or, on the kubernetes backend, a GitHub repository OWNER/NAME", opts.repo)}
 		}
 		return opts.local.options(opts.repo, f.getenv("HOME"))
 	}
@@ -222,11 +232,19 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 		return err
 	}
 	f.warnEgress(loaded)
+	if opts.repo != "" && !isLocalRepo(opts.repo) {
+		if _, err := workspace.ParseRepo(opts.repo); err == nil {
+			opts.githubRepo, opts.repo = opts.repo, ""
+		}
+	}
 	if opts.localClone, err = opts.localCloneOf(f, loaded.Config); err != nil {
 		return err
 	}
 	if loaded.Config.Sandbox.Backend == config.BackendKubernetes {
 		return createOnKubernetes(ctx, f, opts, loaded.Config)
+	}
+	if opts.githubRepo != "" {
+		return &usageError{msg: fmt.Sprintf("--repo %s: podbot create gives a sandbox a GitHub token on the kubernetes backend only (--backend kubernetes); on the engine use podbot run --repo OWNER/NAME, or podbot create --repo PATH to copy a local repository", opts.githubRepo)}
 	}
 	// The sidecar is the sandbox's init when no command is given, and the
 	// egress proxy of an allowlist sandbox in any case.
@@ -240,7 +258,7 @@ func createRun(ctx context.Context, f *factory, opts *createOptions) error {
 	if err != nil {
 		return err
 	}
-	lib.Environ, lib.Redactor = f.environ, f.redactor
+	lib.Environ, lib.Redactor, lib.GitHubRepo = f.environ, f.redactor, opts.githubRepo
 	if opts.pool != "" {
 		spec, err := f.poolSpec(opts.pool)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podbot/podbot"
+	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/github"
 )
@@ -41,10 +42,21 @@ podbot container launched with a token (label podbot.github_token=true),
 including ones started later, until interrupted; run it as a systemd user
 service (contrib/systemd/podbot-token-daemon.service). The GitHub App comes
 from the configuration (github.app_id, github.installation_id,
-github.private_key_path, github.api_url). Tokens never appear in logs or argv.`,
+github.private_key_path, github.api_url). Tokens never appear in logs or argv.
+
+With sandbox.backend = "kubernetes" (--backend kubernetes) it serves sandbox
+Pods instead: those made by podbot create --repo OWNER/NAME with a GitHub App
+(label podbot.github_token=true; their repository and clone origin are in
+the Pod's annotations). Each token is written by an exec into the Pod's
+token container, nothing on the host. It follows the namespace's podbot
+Pods over one watch of the API server: NAME's daemon exits (status 0) as
+soon as its Pod is deleted, stops running or is replaced, and --all serves
+a new Pod as soon as it runs; while the watch is unavailable it checks
+every --check-interval and lists every --list-interval.`,
 		Example: `  podbot token-daemon --all
   podbot token-daemon podbot-claude-3f2a9c1d0b7e
   podbot token-daemon --container podbot-claude-3f2a9c1d0b7e
+  podbot --backend kubernetes token-daemon --all
   systemctl --user enable --now podbot-token-daemon.service`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -85,19 +97,23 @@ func tokenDaemonRun(ctx context.Context, f *factory, opts *tokenDaemonOptions) e
 	if err != nil {
 		return err
 	}
-	conn, err := f.engine(ctx)
-	if err != nil {
-		return err
-	}
-	return podbot.RunTokenDaemon(ctx, conn, podbot.TokenDaemonOptions{
+	lib := podbot.TokenDaemonOptions{
 		Container:     opts.container,
 		All:           opts.all,
-		RuntimeDir:    f.getenv("XDG_RUNTIME_DIR"),
 		Source:        app,
 		RefreshBuffer: g.TokenRefreshBuffer,
 		CheckInterval: opts.checkInterval,
 		ListInterval:  opts.listInterval,
 		Logger:        f.logger,
 		Redactor:      f.redactor,
-	})
+	}
+	if loaded.Config.Sandbox.Backend == config.BackendKubernetes {
+		return tokenDaemonOnKubernetes(ctx, f, opts, lib)
+	}
+	lib.RuntimeDir = f.getenv("XDG_RUNTIME_DIR")
+	conn, err := f.engine(ctx)
+	if err != nil {
+		return err
+	}
+	return podbot.RunTokenDaemon(ctx, conn, lib)
 }

@@ -24,7 +24,7 @@ const companionName = "podbot-kube"
 // to the companion; every other command runs here (engineOnly ones are
 // refused by checkBackend).
 var kubeServed = map[string]bool{"create": true, "run": true, "host": true, "exec": true, "ps": true, "logs": true, "rm": true, "tools": true, "pool": true, "network": true, "prune": true,
-	"diff": true, "log": true, "fetch": true, "apply": true,
+	"diff": true, "log": true, "fetch": true, "apply": true, "token-daemon": true,
 	// doctor: the companion reads the cluster (the nodes' process limit);
 	// without a usable companion the lean doctor runs and reports why.
 	"doctor": true}

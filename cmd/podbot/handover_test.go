@@ -167,11 +167,12 @@ func TestKubeServedCoversTheBackend(t *testing.T) {
 	// Every entry point of the backend is a stub here; a command that
 	// reaches one was not handed over.
 	for name, stub := range map[string]error{
-		"create": createOnKubernetes(context.Background(), nil, nil, config.Config{}),
-		"exec":   execOnKubernetes(context.Background(), nil, nil),
-		"rm":     rmOnKubernetes(context.Background(), nil, nil),
-		"logs":   logsOnKubernetes(context.Background(), nil, nil),
-		"prune":  pruneOnKubernetes(context.Background(), nil, nil),
+		"create":       createOnKubernetes(context.Background(), nil, nil, config.Config{}),
+		"exec":         execOnKubernetes(context.Background(), nil, nil),
+		"rm":           rmOnKubernetes(context.Background(), nil, nil),
+		"logs":         logsOnKubernetes(context.Background(), nil, nil),
+		"prune":        pruneOnKubernetes(context.Background(), nil, nil),
+		"token-daemon": tokenDaemonOnKubernetes(context.Background(), nil, nil, podbot.TokenDaemonOptions{}),
 	} {
 		if !kubeServed[name] || stub == nil {
 			t.Errorf("%s: served %v, stub error %v", name, kubeServed[name], stub)

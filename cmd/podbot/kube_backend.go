@@ -10,6 +10,7 @@ import (
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/github"
 	"github.com/podbot/podbot/kube"
 	"github.com/podbot/podbot/pool"
 )
@@ -64,6 +65,16 @@ func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cf
 		return err
 	}
 	lib.Environ, lib.Redactor, lib.LocalClone = f.environ, f.redactor, opts.localClone
+	if opts.githubRepo != "" {
+		lib.GitHubRepo = opts.githubRepo
+		if g := cfg.GitHub; g.Configured() {
+			app, err := github.NewApp(podbot.GitHubAppConfig(g))
+			if err != nil {
+				return err
+			}
+			lib.TokenSource = app
+		}
+	}
 	if opts.pool != "" {
 		spec, err := f.poolSpec(opts.pool)
 		if err != nil {
@@ -81,6 +92,10 @@ func createOnKubernetes(ctx context.Context, f *factory, opts *createOptions, cf
 	}
 	if res.Claim != nil {
 		logClaim(f, *res.Claim)
+	}
+	if lib.GitHubRepo != "" {
+		f.logger.Info("GitHub token written into the Pod; it is not refreshed unless podbot token-daemon runs",
+			"pod", res.Name, "repo", lib.GitHubRepo, "refresh", "podbot --backend kubernetes token-daemon "+res.Name)
 	}
 	_, err = fmt.Fprintln(f.ios.Out, res.Name)
 	return err
@@ -208,4 +223,15 @@ func (f *factory) kubeDoctorChecks(ctx context.Context, backend string) []podbot
 			Detail: "cannot connect to the cluster: " + err.Error(), Fix: "check kubernetes.kubeconfig and kubernetes.context"}}
 	}
 	return []podbot.Check{podbot.DoctorKubePids(ctx, kc)}
+}
+
+// tokenDaemonOnKubernetes is podbot token-daemon on the kubernetes
+// backend: lib, made from the flags and the GitHub App, serves the Pods
+// (podbot.RunTokenDaemonOnKubernetes).
+func tokenDaemonOnKubernetes(ctx context.Context, f *factory, _ *tokenDaemonOptions, lib podbot.TokenDaemonOptions) error {
+	kc, err := f.kubeClient()
+	if err != nil {
+		return err
+	}
+	return podbot.RunTokenDaemonOnKubernetes(ctx, kc, lib)
 }

@@ -78,3 +78,7 @@ func pruneOnKubernetes(context.Context, *factory, *pruneOptions) error {
 // kubeDoctorChecks is empty in the lean build: with sandbox.backend =
 // kubernetes, doctor runs in the companion, which reads the cluster.
 func (f *factory) kubeDoctorChecks(context.Context, string) []podbot.Check { return nil }
+
+func tokenDaemonOnKubernetes(context.Context, *factory, *tokenDaemonOptions, podbot.TokenDaemonOptions) error {
+	return errNoKubeBackend("token-daemon")
+}
