@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/podbot/podbot/errdefs"
+	"github.com/podbot/podbot/fanout"
 	"github.com/podbot/podbot/launchplan"
 )
 
@@ -20,30 +20,11 @@ import (
 // watch instead of opening its own. The watch opens with the first caller
 // and closes with the last; when the API server refuses or ends it, every
 // caller's Watch or WatchAll returns the error and the next call opens a
-// new one. A PodHub is safe for concurrent use.
+// new one (fanout.Hub). A PodHub is safe for concurrent use.
 type PodHub struct {
 	c   *Client
 	sel labels.Selector
-
-	mu  sync.Mutex
-	cur *podStream // the watch callers join; nil when none runs
-}
-
-// podStream is one watch and the callers that use it.
-type podStream struct {
-	cancel context.CancelFunc
-	ready  chan struct{} // closed once the API server accepted the watch
-	done   chan struct{} // closed when the watch ended; err is set before
-	err    error
-
-	joined int                      // callers using the watch, waiting ones too
-	live   map[*podWatcher]struct{} // callers events are dispatched to
-}
-
-// podWatcher is one Watch (name set) or WatchAll (name empty) call.
-type podWatcher struct {
-	name    string
-	changed func()
+	hub *fanout.Hub[string] // events carry the Pod's name
 }
 
 // NewPodHub returns a hub that follows the Pods of the client's namespace
@@ -53,7 +34,9 @@ func (c *Client) NewPodHub(match map[string]string) *PodHub {
 	for k, v := range match {
 		set[k] = v
 	}
-	return &PodHub{c: c, sel: labels.SelectorFromSet(set)}
+	h := &PodHub{c: c, sel: labels.SelectorFromSet(set)}
+	h.hub = fanout.New(h.stream)
+	return h
 }
 
 // Watch follows the one Pod name: changed runs once the shared watch is
@@ -78,108 +61,24 @@ func (h *PodHub) WatchAll(ctx context.Context, changed func()) error {
 	return h.follow(ctx, "", changed)
 }
 
+// follow is Watch (name set) and WatchAll (name empty).
 func (h *PodHub) follow(ctx context.Context, name string, changed func()) error {
 	if changed == nil {
 		return &errdefs.ContainerError{Op: "kubernetes watch", Container: name, Reason: errdefs.ErrInvalidValue,
 			Msg: "a callback is required to follow Pod events"}
 	}
-	s := h.join()
-	defer h.leave(s)
-	select {
-	case <-s.ready:
-	case <-s.done:
-		return h.result(ctx, s)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	w := &podWatcher{name: name, changed: changed}
-	h.mu.Lock()
-	select {
-	case <-s.done:
-		h.mu.Unlock()
-		return h.result(ctx, s)
-	default:
-	}
-	s.live[w] = struct{}{}
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		delete(s.live, w)
-		h.mu.Unlock()
-	}()
-	// Registered first, then told: a change between the watch's start and
-	// the registration is seen by the caller's check now.
-	changed()
-	select {
-	case <-s.done:
-		return h.result(ctx, s)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return h.hub.Watch(ctx, func(pod string) bool { return name == "" || name == pod }, changed)
 }
 
-// result is what a caller gets once its watch ended.
-func (h *PodHub) result(ctx context.Context, s *podStream) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return s.err
-}
-
-// join returns the running watch, starting one if none runs or the last
-// one ended, and counts the caller in.
-func (h *PodHub) join() *podStream {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if s := h.cur; s != nil {
-		select {
-		case <-s.done:
-		default:
-			s.joined++
-			return s
-		}
-	}
-	// The watch outlives any one caller's context: it ends when the last
-	// caller leaves.
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &podStream{cancel: cancel, ready: make(chan struct{}), done: make(chan struct{}),
-		joined: 1, live: map[*podWatcher]struct{}{}}
-	h.cur = s
-	go h.run(ctx, s)
-	return s
-}
-
-// leave counts the caller out; the last one out ends the watch.
-func (h *PodHub) leave(s *podStream) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s.joined--
-	if s.joined == 0 {
-		s.cancel()
-		if h.cur == s {
-			h.cur = nil
-		}
-	}
-}
-
-// run opens the watch and dispatches its events until ctx ends or the
-// watch fails or ends.
-func (h *PodHub) run(ctx context.Context, s *podStream) {
-	err := h.stream(ctx, s)
-	h.mu.Lock()
-	s.err = err
-	close(s.done)
-	h.mu.Unlock()
-	s.cancel()
-}
-
-func (h *PodHub) stream(ctx context.Context, s *podStream) error {
+// stream is the hub's source: one watch of the Pods, each event's Pod
+// name emitted, until ctx ends or the watch fails or ends.
+func (h *PodHub) stream(ctx context.Context, ready func(), emit func(string)) error {
 	w, err := h.c.cs.CoreV1().Pods(h.c.namespace).Watch(ctx, metav1.ListOptions{LabelSelector: h.sel.String()})
 	if err != nil {
 		return h.c.classify("watch", "", err)
 	}
 	defer w.Stop()
-	close(s.ready)
+	ready()
 	for {
 		select {
 		case <-ctx.Done():
@@ -197,23 +96,8 @@ func (h *PodHub) stream(ctx context.Context, s *podStream) error {
 				if !ok || !h.sel.Matches(labels.Set(pod.Labels)) {
 					continue
 				}
-				h.dispatch(s, pod.Name)
+				emit(pod.Name)
 			}
 		}
-	}
-}
-
-// dispatch calls the callers following name, and those following every Pod.
-func (h *PodHub) dispatch(s *podStream, name string) {
-	h.mu.Lock()
-	var hit []func()
-	for w := range s.live {
-		if w.name == "" || w.name == name {
-			hit = append(hit, w.changed)
-		}
-	}
-	h.mu.Unlock()
-	for _, changed := range hit {
-		changed()
 	}
 }
