@@ -47,18 +47,10 @@ func RunTokenDaemonOnKubernetes(ctx context.Context, kc *kube.Client, opts Token
 }
 
 func runKubeTokenDaemon(ctx context.Context, kc *kube.Client, w podTokenWriter, opts TokenDaemonOptions) error {
-	if (opts.Container == "") == !opts.All {
-		return &errdefs.ConfigError{Key: "container", Reason: errdefs.ErrConflict,
-			Msg: "name one Pod (NAME or --container NAME) or ask for all podbot Pods that carry a token (--all), not both or neither"}
+	if err := opts.check("one Pod (NAME or --container NAME)", "all podbot Pods that carry a token (--all)"); err != nil {
+		return err
 	}
-	if opts.Source == nil {
-		return &errdefs.ConfigError{Key: "github.app_id", Reason: errdefs.ErrMissingRequired,
-			Msg: "the token daemon needs a GitHub App: set github.app_id, github.installation_id and github.private_key_path"}
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := opts.logger()
 	hub := kc.NewPodHub(map[string]string{launchplan.LabelGitHubToken: "true"})
 	daemon := tokendaemon.Options{
 		Source:        RedactingTokenSource(opts.Source, opts.Redactor),

@@ -81,6 +81,29 @@ func (s redactingTokenSource) InstallationToken(ctx context.Context, repositorie
 	return tok, err
 }
 
+// check refuses options that name neither or both of one target and all
+// targets (one and all say what they are on the backend), or that have no
+// GitHub App to mint tokens.
+func (opts TokenDaemonOptions) check(one, all string) error {
+	if (opts.Container == "") == !opts.All {
+		return &errdefs.ConfigError{Key: "container", Reason: errdefs.ErrConflict,
+			Msg: "name " + one + " or ask for " + all + ", not both or neither"}
+	}
+	if opts.Source == nil {
+		return &errdefs.ConfigError{Key: "github.app_id", Reason: errdefs.ErrMissingRequired,
+			Msg: "the token daemon needs a GitHub App: set github.app_id, github.installation_id and github.private_key_path"}
+	}
+	return nil
+}
+
+// logger is opts.Logger, or one that discards.
+func (opts TokenDaemonOptions) logger() *slog.Logger {
+	if opts.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return opts.Logger
+}
+
 // RunTokenDaemon keeps GitHub installation tokens fresh in the token
 // directories of running podbot containers until ctx ends, and returns nil
 // then. A token directory is $RuntimeDir/podbot/<container name>/, the one
@@ -95,18 +118,10 @@ func (s redactingTokenSource) InstallationToken(ctx context.Context, repositorie
 // engine call, and serves each: a container started again (podbot start) is
 // served again from the next listing, with a fresh token.
 func RunTokenDaemon(ctx context.Context, conn *engine.Conn, opts TokenDaemonOptions) error {
-	if (opts.Container == "") == !opts.All {
-		return &errdefs.ConfigError{Key: "container", Reason: errdefs.ErrConflict,
-			Msg: "name one container (--container NAME) or ask for all podbot containers that need tokens (--all), not both or neither"}
+	if err := opts.check("one container (--container NAME)", "all podbot containers that need tokens (--all)"); err != nil {
+		return err
 	}
-	if opts.Source == nil {
-		return &errdefs.ConfigError{Key: "github.app_id", Reason: errdefs.ErrMissingRequired,
-			Msg: "the token daemon needs a GitHub App: set github.app_id, github.installation_id and github.private_key_path"}
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := opts.logger()
 	daemon := tokendaemon.Options{
 		RuntimeDir:    opts.RuntimeDir,
 		Source:        RedactingTokenSource(opts.Source, opts.Redactor),

@@ -111,7 +111,9 @@ func TestHubSourceFailure(t *testing.T) {
 	var told atomic.Int32
 	errs := make(chan error, 2)
 	for range 2 {
-		go func() { errs <- h.Watch(context.Background(), func(string) bool { return true }, func() { told.Add(1) }) }()
+		go func() {
+			errs <- h.Watch(context.Background(), func(string) bool { return true }, func() { told.Add(1) })
+		}()
 	}
 	waitCalls(t, &told, 2)
 	src.fail <- boom
