@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os/signal"
 	"path/filepath"
@@ -578,7 +579,8 @@ func newPoolServeCmd(f *factory) *cobra.Command {
 died, stayed half-made for two minutes or aged past pool.max_age, create the
 missing ones (two at a time), and record each pool's status for podbot pool
 ls. A pool whose creates fail backs off (2s doubling to 5m) and shows the
-error. Stop it with Ctrl-C or SIGTERM; claims keep working without it until
+error. An engine it cannot reach when it starts (not up yet, restarting) is
+waited for (2s doubling to 30s), not an exit. Stop it with Ctrl-C or SIGTERM; claims keep working without it until
 a pool is empty. contrib/systemd/podbot-pool.service runs it as a user
 service.`,
 		Example: "  podbot pool serve\n  systemctl --user enable --now podbot-pool.service",
@@ -586,7 +588,10 @@ service.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
 			defer stop()
-			r, err := f.refiller(ctx)
+			r, err := awaitEngine(ctx, f.logger, serveRetryFirst, func() (*pool.Refiller, error) { return f.refiller(ctx) })
+			if ctx.Err() != nil {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -606,4 +611,40 @@ service.`,
 			return err
 		},
 	}
+}
+
+// serveRetryFirst is pool serve's first wait for an engine it cannot reach;
+// each further wait doubles, up to serveRetryMax.
+const (
+	serveRetryFirst = 2 * time.Second
+	serveRetryMax   = 30 * time.Second
+)
+
+// awaitEngine calls connect until it succeeds, retrying while the engine
+// cannot be reached (not listening yet, its socket not there yet, no
+// answer in time, a connection reset while it starts) with a doubling
+// wait from first, each retry logged; any other error is returned at
+// once, and ctx ending returns ctx.Err(). A refiller run as a service may
+// start before its engine, or meet it restarting, and must not exit then.
+func awaitEngine[T any](ctx context.Context, logger *slog.Logger, first time.Duration, connect func() (T, error)) (T, error) {
+	wait := first
+	for {
+		v, err := connect()
+		if err == nil || !engineUnreachable(err) {
+			return v, err
+		}
+		logger.Warn("cannot reach the engine; waiting for it", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, serveRetryMax)
+	}
+}
+
+// engineUnreachable reports whether err says the engine is not there or
+// not answering, as opposed to a refusal or bad configuration.
+func engineUnreachable(err error) bool {
+	return errors.Is(err, errdefs.ErrConnectionFailed) || errors.Is(err, errdefs.ErrSocketNotFound) || errors.Is(err, errdefs.ErrTimeout)
 }

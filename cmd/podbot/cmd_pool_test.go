@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/podbot/podbot/errdefs"
 )
 
 // The pool commands refuse bad input before touching an engine, naming
@@ -86,5 +93,35 @@ func TestPoolBackendSeparation(t *testing.T) {
 		if code != exitConfig || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, want %d with %q\n%s", c.args, code, exitConfig, c.want, errOut)
 		}
+	}
+}
+
+// TestAwaitEngine: pool serve waits for an engine it cannot reach
+// (retrying, each wait logged) instead of exiting, returns any other
+// error at once, and stops waiting when its context ends.
+func TestAwaitEngine(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	unreachable := &errdefs.ContainerError{Op: "ping", Reason: errdefs.ErrConnectionFailed, Msg: "connection reset by peer"}
+	calls := 0
+	got, err := awaitEngine(context.Background(), logger, time.Millisecond, func() (int, error) {
+		calls++
+		if calls < 3 {
+			return 0, unreachable
+		}
+		return 7, nil
+	})
+	if err != nil || got != 7 || calls != 3 || strings.Count(logs.String(), "cannot reach the engine") != 2 {
+		t.Fatalf("got %d, %v after %d calls\n%s", got, err, calls, logs.String())
+	}
+	bad := &errdefs.ConfigError{Key: "pool.state_dir", Reason: errdefs.ErrInvalidValue}
+	calls = 0
+	if _, err := awaitEngine(context.Background(), logger, time.Millisecond, func() (int, error) { calls++; return 0, bad }); !errors.Is(err, errdefs.ErrInvalidValue) || calls != 1 {
+		t.Fatalf("a configuration error: %v after %d calls, want it at once", err, calls)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := awaitEngine(ctx, logger, time.Millisecond, func() (int, error) { return 0, unreachable }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an engine that never comes: %v, want the context's end", err)
 	}
 }
