@@ -110,7 +110,7 @@ peers:
 ## test-e2e: real Podman and real dockerd (started here), real peers
 test-e2e: build engines peers image image-acp
 	source <($(ENGINES) env) && source <(scripts/peers.sh env) && \
-	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 20m -v -skip '^TestK8s' ./e2e/ 2>&1 | tee $(CURDIR)/.e2e.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e_test' ; \
+	  PODBOT_E2E_BIN=$(BIN) go test -tags e2e -count=1 -timeout 40m -v -skip '^TestK8s' ./e2e/ 2>&1 | tee $(CURDIR)/.e2e.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e_test' ; \
 	  exit $${PIPESTATUS[0]}
 
 ## test-k8s: the Kubernetes e2e tests against a real single-node cluster built from
