@@ -97,10 +97,12 @@ fmt-check:
 test:
 	go test $(GO_PKGS)
 	go test -tags kubernetes . ./cmd/podbot
+	go test -tags purego ./acp/
 
 race:
 	go test -race $(GO_PKGS)
 	go test -race -tags kubernetes . ./cmd/podbot
+	go test -race -tags purego ./acp/
 
 ## peers: the real third-party peers the e2e suite drives (npm, pinned)
 peers:
