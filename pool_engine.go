@@ -185,6 +185,9 @@ func (b *PoolBackend) Create(ctx context.Context, spec pool.Spec) (pool.Member, 
 	case pool.KindTools:
 		topts := ToolSessionOptions{Config: b.opts.Config, SidecarPath: b.opts.SidecarPath, Pool: &spec}
 		copts := containerOptions(b.conn, topts, sandbox.Options{ID: id, WorkspaceRoot: b.workspaceRoot(), Logger: b.opts.Logger})
+		if copts.Network == ToolsNetworkAllowlist {
+			return pool.Member{}, errToolsAllowlistPool(spec.Name)
+		}
 		r, err := sandbox.StartPoolMember(ctx, b.conn, copts, spec.Name, id, name, labels)
 		if err != nil {
 			return pool.Member{}, err

@@ -50,6 +50,10 @@ type ToolSessionOptions struct {
 	WorkspaceRoot string
 	// SidecarPath is the host's podbot-sidecar binary (container backend).
 	SidecarPath string
+	// RuntimeDir is $XDG_RUNTIME_DIR: with tools.network = "allowlist" on
+	// the engine, each container's egress policy and decision log go under
+	// it (egressnet.StateRoot; the user's cache directory when empty).
+	RuntimeDir string
 	// Mounts hydrate the workspace from tools.allowed_host_roots.
 	Mounts []ToolHostMount
 	// ID names the session; empty generates one.
@@ -110,6 +114,17 @@ func ToolPrompt(backend string) string {
 // unsafe local backend ignores conn. On the kubernetes sandbox backend the
 // container backend is NewKubeToolSession's, and refused here. Close the session to remove its
 // container and workspace.
+//
+// With tools.network = "allowlist" each container the session starts is
+// an allowlist sandbox of its own: an internal network and an egress proxy
+// named after it (as podbot run makes them), the policy of the [network]
+// section (toolsEgress), the proxy variables in its environment and its
+// network closed by netlock before the first call reaches it. podbot
+// network show, log, allow and deny take the container's name. Removing
+// the container (Close, idle timeout, max uptime, a failed start) removes
+// the proxy, the network and the policy directory with it; a container
+// started later begins with the configured policy again. Warm pools
+// (opts.Pool) are refused with it (errToolsAllowlistPool).
 func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOptions) (ToolSession, error) {
 	t := opts.Config.Tools
 	common := sandbox.Options{
@@ -142,8 +157,8 @@ func NewToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOpti
 			Msg: "NewToolSession runs the container backend on an engine; with sandbox.backend = \"kubernetes\" open the session with NewKubeToolSession (package podbot built with -tags kubernetes)"}
 	}
 	copts := containerOptions(conn, opts, common)
-	if copts.Network == ToolsNetworkAllowlist {
-		return nil, errToolsAllowlistOnEngine()
+	if err := withToolsEgress(conn, opts, &copts); err != nil {
+		return nil, err
 	}
 	if opts.Pool != nil {
 		return claimToolSession(ctx, conn, opts, copts)
@@ -226,7 +241,11 @@ func AdoptToolSession(ctx context.Context, conn *engine.Conn, opts ToolSessionOp
 		Redactor:         opts.Redactor,
 		Logger:           opts.Logger,
 	}
-	c, err := sandbox.AdoptContainer(ctx, conn, containerOptions(conn, opts, common), r)
+	copts := containerOptions(conn, opts, common)
+	if err := withToolsEgress(conn, opts, &copts); err != nil {
+		return nil, err
+	}
+	c, err := sandbox.AdoptContainer(ctx, conn, copts, r)
 	if err != nil {
 		return nil, err
 	}

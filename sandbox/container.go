@@ -233,7 +233,7 @@ func (s *Container) recoverLocked(ctx context.Context) error {
 	if s.reconnectLocked(ctx, rctx, old) {
 		return nil
 	}
-	if err := s.rt.remove(rctx, old.id); err != nil {
+	if err := s.rt.remove(rctx, old.id, old.name); err != nil {
 		s.logger.Warn("cannot remove the failed sandbox", "container", old.name, "error", err)
 	}
 	if err := s.startLocked(ctx, true); err != nil {
@@ -306,7 +306,7 @@ func (s *Container) startLocked(ctx context.Context, afterFailure bool) error {
 	fail := func(err error) error {
 		cctx, ccancel := engine.CleanupContext(ctx)
 		defer ccancel()
-		if rerr := s.rt.remove(cctx, sc.id); rerr != nil {
+		if rerr := s.rt.remove(cctx, sc.id, sc.name); rerr != nil {
 			s.logger.Warn("cannot remove a sandbox that failed to start", "container", sc.name, "error", rerr)
 		}
 		return err
@@ -426,7 +426,7 @@ func (s *Container) dropLocked(ctx context.Context, remove bool) error {
 	}
 	cctx, cancel := engine.CleanupContext(ctx)
 	defer cancel()
-	return s.rt.remove(cctx, lc.id)
+	return s.rt.remove(cctx, lc.id, lc.name)
 }
 
 // Detach closes the connection to the sidecar and leaves the container

@@ -109,13 +109,22 @@ func (f *cpusetEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newCPUSetRuntime(t *testing.T, f *cpusetEngine, cpuset string, hostCPUs []int) *engineRuntime {
 	t.Helper()
+	rt := newFakeEngineRuntime(t, f, ContainerOptions{Image: "localhost/tools:1", CPUSet: cpuset})
+	rt.hostCPUs = func() []int { return hostCPUs }
+	return rt
+}
+
+// newFakeEngineRuntime is an engine runtime of opts (with a stand-in
+// sidecar) on an Engine API that h serves on a unix socket.
+func newFakeEngineRuntime(t *testing.T, h http.Handler, opts ContainerOptions) *engineRuntime {
+	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "engine.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: f}
+	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	conn, err := engine.Connect(context.Background(), engine.Endpoint{Raw: "unix://" + sock})
@@ -127,11 +136,11 @@ func newCPUSetRuntime(t *testing.T, f *cpusetEngine, cpuset string, hostCPUs []i
 	if err := os.WriteFile(sidecar, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := newEngineRuntime(conn, ContainerOptions{Image: "localhost/tools:1", SidecarPath: sidecar, CPUSet: cpuset})
+	opts.SidecarPath = sidecar
+	rt, err := newEngineRuntime(conn, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt.hostCPUs = func() []int { return hostCPUs }
 	return rt
 }
 

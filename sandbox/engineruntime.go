@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
 
 	"github.com/podbot/podbot/engine"
 	"github.com/podbot/podbot/errdefs"
@@ -192,7 +193,7 @@ func withExecTmp(readOnly bool) launchplan.Option {
 	}
 }
 
-func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedContainer, error) {
+func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (_ startedContainer, err error) {
 	where := r.place(ctx, spec.name)
 	plan, err := r.plan(spec, where.cpus)
 	if err != nil {
@@ -201,7 +202,27 @@ func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedC
 	if err := r.conn.EnsureImage(ctx, plan.Image, nil); err != nil {
 		return startedContainer{}, imageHint(err, plan.Image)
 	}
-	cfg, hc, nc := plan.Render()
+	nw := r.opts.EngineNetwork
+	if nw != nil {
+		if err := nw.Prepare(ctx, &plan); err != nil {
+			return startedContainer{}, err
+		}
+		defer func() {
+			if err != nil {
+				cctx, cancel := engine.CleanupContext(ctx)
+				defer cancel()
+				err = errors.Join(err, nw.Remove(cctx, plan.Name))
+			}
+		}()
+	}
+	render := func() (*container.Config, *container.HostConfig, *network.NetworkingConfig) {
+		cfg, hc, nc := plan.Render()
+		if nw != nil {
+			nw.HostConfig(plan, hc)
+		}
+		return cfg, hc, nc
+	}
+	cfg, hc, nc := render()
 	id, err := r.conn.CreateAndStart(ctx, plan.Name, cfg, hc, nc)
 	if err != nil && where.auto && ctx.Err() == nil {
 		// The engine may be confined to fewer CPUs than podbot sees (a
@@ -213,11 +234,21 @@ func (r *engineRuntime) start(ctx context.Context, spec containerSpec) (startedC
 		if err = plan.Apply(launchplan.WithCPUSet("")); err != nil {
 			return startedContainer{}, err
 		}
-		cfg, hc, nc = plan.Render()
+		cfg, hc, nc = render()
 		id, err = r.conn.CreateAndStart(ctx, plan.Name, cfg, hc, nc)
 	}
 	if err != nil {
 		return startedContainer{}, err
+	}
+	if nw != nil {
+		if err := nw.Started(ctx, plan, id); err != nil {
+			cctx, cancel := engine.CleanupContext(ctx)
+			defer cancel()
+			if rerr := r.conn.Remove(cctx, id, true); rerr != nil && !errors.Is(rerr, errdefs.ErrNotFound) {
+				err = errors.Join(err, rerr)
+			}
+			return startedContainer{}, err
+		}
 	}
 	return startedContainer{id: id, name: plan.Name, cpus: plan.Resources.CPUSet}, nil
 }
@@ -342,10 +373,13 @@ func (r *engineRuntime) running(ctx context.Context, id string) (bool, error) {
 	return info.State != nil && info.State.Running, nil
 }
 
-func (r *engineRuntime) remove(ctx context.Context, id string) error {
+func (r *engineRuntime) remove(ctx context.Context, id, name string) error {
 	err := r.conn.Remove(ctx, id, true)
 	if errors.Is(err, errdefs.ErrNotFound) {
-		return nil
+		err = nil
+	}
+	if nw := r.opts.EngineNetwork; nw != nil && name != "" {
+		err = errors.Join(err, nw.Remove(ctx, name))
 	}
 	return err
 }

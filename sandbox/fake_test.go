@@ -116,7 +116,7 @@ func (f *fakeRuntime) running(_ context.Context, id string) (bool, error) {
 	return c != nil && c.running, nil
 }
 
-func (f *fakeRuntime) remove(_ context.Context, id string) error {
+func (f *fakeRuntime) remove(_ context.Context, id, _ string) error {
 	f.mu.Lock()
 	c := f.containers[id]
 	delete(f.containers, id)

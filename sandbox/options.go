@@ -48,6 +48,10 @@ type ContainerOptions struct {
 	User string
 	// Network is the network mode (default none).
 	Network string
+	// EngineNetwork, when set, makes each container's network instead
+	// (see EngineNetwork); Network should then be none, what a container
+	// gets should the hook not run. Engine backend only.
+	EngineNetwork EngineNetwork
 	// PidsLimit, MemoryBytes and NanoCPUs are the container's limits; zero
 	// selects the default (512, 1 GiB, 1 CPU), a negative value none.
 	PidsLimit, MemoryBytes, NanoCPUs int64

@@ -132,7 +132,7 @@ func claimPoolMember(ctx context.Context, rt runtime, opts ContainerOptions, r R
 	if err != nil {
 		cctx, cancel := engine.CleanupContext(ctx)
 		defer cancel()
-		return nil, errors.Join(err, rt.remove(cctx, r.ContainerID))
+		return nil, errors.Join(err, rt.remove(cctx, r.ContainerID, r.ContainerName))
 	}
 	defer func() {
 		if err != nil {

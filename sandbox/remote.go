@@ -105,7 +105,7 @@ func (a remoteAdapter) running(ctx context.Context, id string) (bool, error) {
 	return a.rt.SandboxRunning(ctx, id)
 }
 
-func (a remoteAdapter) remove(ctx context.Context, id string) error {
+func (a remoteAdapter) remove(ctx context.Context, id, _ string) error {
 	return a.rt.RemoveSandbox(ctx, id)
 }
 

@@ -18,8 +18,10 @@ type runtime interface {
 	attach(ctx context.Context, id string) (*stream, error)
 	// running reports whether the container exists and runs.
 	running(ctx context.Context, id string) (bool, error)
-	// remove force-removes the container; a missing one is not an error.
-	remove(ctx context.Context, id string) error
+	// remove force-removes container id, called name, with what the
+	// runtime made for it (ContainerOptions.Network's plumbing); a missing
+	// one is not an error.
+	remove(ctx context.Context, id, name string) error
 	// linkOwner is the host uid:gid a session's link directory is given
 	// to (the sidecar's user), or false when the runtime cannot give its
 	// containers one (see sidecarsock).

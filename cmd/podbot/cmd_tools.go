@@ -42,7 +42,8 @@ shell, file tools and Python over one tool surface.
 
 The container backend (the default) runs the tools in a hardened container:
 user 65534:65534, no network, 1 GiB, 1 CPU, read-only root, /workspace the
-only writable mount. The container is created on the first call, and
+only writable mount. tools.network = "allowlist" gives it an egress proxy
+instead, letting through only the hosts of network.allow and network.presets. The container is created on the first call, and
 podbot-sidecar (mounted in read-only from the host) serves every call over
 one MCP stream. Image, limits and timeouts come from the [tools] section of
 the configuration (PODBOT_TOOLS_*).
@@ -201,12 +202,13 @@ func openToolSession(ctx context.Context, f *factory, topts *toolsOptions) (podb
 		return nil, err
 	}
 	opts := podbot.ToolSessionOptions{
-		Config:  loaded.Config,
-		Backend: backend,
-		Image:   f.global.image,
-		Mounts:  mounts,
-		Logger:  f.logger,
-		OnEvent: func(e podbot.ToolEvent) { logToolEvent(f.logger, e) },
+		Config:     loaded.Config,
+		Backend:    backend,
+		Image:      f.global.image,
+		Mounts:     mounts,
+		RuntimeDir: f.getenv("XDG_RUNTIME_DIR"),
+		Logger:     f.logger,
+		OnEvent:    func(e podbot.ToolEvent) { logToolEvent(f.logger, e) },
 	}
 	if topts.wait < 0 || (topts.wait > 0 && topts.pool == "") {
 		return nil, &usageError{msg: "--wait needs --pool and a positive duration such as 5s"}
