@@ -265,6 +265,9 @@ func TestToolsEgressAllowlistEngine(t *testing.T) {
 // cannot run) or whose caller gives up mid-start (the context cancelled
 // once the container exists, as Ctrl-C does) fails, and leaves no
 // container, proxy, network or egress directory behind, before Close.
+// podbot rm of the session's container removes its plumbing too, the
+// next call gets a new container with a proxy of its own, and Close
+// leaves nothing.
 func TestToolsEgressFailedStartsLeaveNothing(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -304,7 +307,22 @@ func TestToolsEgressFailedStartsLeaveNothing(t *testing.T) {
 		if err != nil || !strings.HasPrefix(res.Stdout, "http://") {
 			t.Fatalf("the session after a cancelled start: %+v, %v", res, err)
 		}
+		// podbot rm takes the container's proxy, network and directory
+		// along; the session's next call starts a new container with its
+		// own.
 		name := s.Info().ContainerName
+		if r := runPodbot(t, ctx, e, "rm", "--force", name); r.Code != 0 {
+			t.Fatalf("podbot rm: %d %s", r.Code, r.Stderr)
+		}
+		noToolsEgressLeft(t, ctx, conn, rt, name, "after podbot rm")
+		res, err = shellCall(ctx, s, 0, "sh", "-c", `echo "$HTTPS_PROXY"`)
+		if next := s.Info().ContainerName; err != nil || !strings.HasPrefix(res.Stdout, "http://") || next == name {
+			t.Fatalf("the session after podbot rm: %+v, %v, container %s", res, err, next)
+		}
+		name = s.Info().ContainerName
+		if _, err := conn.Inspect(ctx, egressnet.ProxyName(name), false); err != nil {
+			t.Fatalf("the new container's proxy: %v", err)
+		}
 		if err := s.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
