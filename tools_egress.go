@@ -49,8 +49,8 @@ func toolsEgress(cfg config.Config) (launchplan.Egress, error) {
 
 // withToolsEgress points the container options of an engine tool session
 // with tools.network = "allowlist" at toolsEngineNetwork: each container
-// gets its own egress plumbing, and none without it. pool names the warm
-// pool the session would claim from, which is refused.
+// gets its own egress plumbing, and no network without it. A warm pool
+// (opts.Pool) is refused with it; other networks are left alone.
 func withToolsEgress(conn *engine.Conn, opts ToolSessionOptions, copts *sandbox.ContainerOptions) error {
 	if copts.Network != ToolsNetworkAllowlist {
 		return nil

@@ -317,8 +317,8 @@ type Tools struct {
 	// PidsLimit caps a session container's processes (tools.pids_limit).
 	PidsLimit int64
 	// Network is the session container's network (tools.network):
-	// none, bridge, a named network, or NetworkAllowlist on the
-	// kubernetes backend.
+	// none, bridge, a named network, or NetworkAllowlist (an egress
+	// proxy; not for warm pools).
 	Network string
 	// User is the user tools run as (tools.user).
 	User string
