@@ -278,5 +278,9 @@ func TestToolsAllowlistOnEngineOptions(t *testing.T) {
 		if !errors.As(err, &ce) || !errors.Is(err, errdefs.ErrUnsupported) {
 			t.Errorf("filling pool %+v with allowlist: %v, want the same refusal", spec, err)
 		}
+		_, err = AdoptToolSession(t.Context(), conn, ToolSessionOptions{Config: c, SidecarPath: sidecar, Pool: &spec}, ToolRunning{})
+		if !errors.As(err, &ce) || !errors.Is(err, errdefs.ErrUnsupported) {
+			t.Errorf("adopting with pool %+v and allowlist: %v, want the same refusal", spec, err)
+		}
 	}
 }
