@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/errdefs"
@@ -236,7 +237,10 @@ func (d Dirs) Remove() error {
 	if d.Root == "" {
 		return nil
 	}
-	if err := os.RemoveAll(d.Root); err != nil {
+	if err := os.RemoveAll(d.Root); err != nil && !errors.Is(err, syscall.ENOTDIR) {
+		// ENOTDIR: a file where a parent directory should be, so the
+		// directory was never made and there is nothing to remove; the
+		// error that stopped its making says so already.
 		return &errdefs.FilesystemError{Op: "remove", Path: d.Root, Msg: "cannot remove the egress directory", Err: err}
 	}
 	// os.Remove fails on a directory that is not empty (another sandbox's,

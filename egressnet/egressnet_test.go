@@ -207,3 +207,23 @@ func TestTrustDirIsReadableAndGoesWithTheEgressDir(t *testing.T) {
 		t.Fatalf("the trust dir outlived Remove: %v", err)
 	}
 }
+
+// TestDirsMakeUnderFileReportsOnce: where a file stands in the way of the
+// egress root, Make fails naming it and Remove has nothing to remove, so a
+// failed start reports one error, not a second about the removal.
+func TestDirsMakeUnderFileReportsOnce(t *testing.T) {
+	run := t.TempDir()
+	if err := os.WriteFile(filepath.Join(run, "podbot"), []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := DirsFor(run, "sb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Make(); err == nil {
+		t.Fatal("Make under a file succeeded")
+	}
+	if err := d.Remove(); err != nil {
+		t.Fatalf("Remove after a failed Make: %v", err)
+	}
+}
