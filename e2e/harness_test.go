@@ -94,6 +94,14 @@ func setup() (int, error) {
 // after them, as it would with the subtests one after the other. A test
 // whose engine subtests must not overlap uses forEachEngineSerial and says
 // why.
+//
+// The longest tests, most of whose time is waiting (token lifetimes, pool
+// backoffs, interrupted creates), also call t.Parallel: go test runs them
+// after all the others, -parallel of them at a time. Each touches only the
+// containers, pools, directories and ports it names itself. A test that
+// reads or changes what is engine-wide (ps, prune, token-daemon --all, CPU
+// placement, the images) or holds a fixed host port must not: it runs
+// alone.
 func forEachEngine(t *testing.T, fn func(t *testing.T, e engineUnderTest)) {
 	t.Helper()
 	var wg sync.WaitGroup
