@@ -148,8 +148,11 @@ func TestHostMountAllowedAndRefused(t *testing.T) {
 		if got := strings.TrimSpace(mustExecIn(t, ctx, conn, sb, "pwd")); got != launchplan.DefaultHostMountTarget {
 			t.Errorf("working directory %q, want %s", got, launchplan.DefaultHostMountTarget)
 		}
-		mustExecIn(t, ctx, conn, sb, "sh", "-c", "echo from the container > written.txt")
-		if b, err := os.ReadFile(filepath.Join(project, "written.txt")); err != nil || string(b) != "from the container\n" {
+		// A file of this engine's own: the other engine's subtest writes in
+		// the same directory at the same time.
+		written := "written-" + e.Name + ".txt"
+		mustExecIn(t, ctx, conn, sb, "sh", "-c", "echo from the container > "+written)
+		if b, err := os.ReadFile(filepath.Join(project, written)); err != nil || string(b) != "from the container\n" {
 			t.Errorf("file written in the container, on the host: %q, %v", b, err)
 		}
 

@@ -86,6 +86,7 @@ tcp("tcp6-loopback-host", ("::ffff:" + gw, port), socket.AF_INET6)
 // gateway, the engine host), DNS for an outside name and IPv6 all fail.
 // Removing the sandbox removes its proxy, network and directories.
 func TestEgressAllowlistNoDirectRoute(t *testing.T) {
+	t.Parallel() // long, and touches only what it names (see forEachEngine)
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()

@@ -139,6 +139,7 @@ func (f *ghFixture) launchOptions() podbot.LaunchOptions {
 // token while the old one is refused, and podbot token-daemon takes over
 // the container and cleans up when it is gone.
 func TestGitHubTokenRefreshCloneFetch(t *testing.T) {
+	t.Parallel() // long, and touches only what it names (see forEachEngine)
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,8 +86,35 @@ func setup() (int, error) {
 	return -1, nil
 }
 
-// forEachEngine runs fn as a subtest per engine.
+// forEachEngine runs fn as a subtest per engine, the engines' subtests at
+// the same time: the engines share nothing but this machine (every name,
+// directory, port and token a test makes is its own per engine), and most
+// of a test's time is spent waiting on its engine. It returns once every
+// subtest has, so what the test deferred or left to its cleanups runs
+// after them, as it would with the subtests one after the other. A test
+// whose engine subtests must not overlap uses forEachEngineSerial and says
+// why.
+//
+// The longest tests, most of whose time is waiting (token lifetimes, pool
+// backoffs, interrupted creates), also call t.Parallel: go test runs them
+// after all the others, -parallel of them at a time. Each touches only the
+// containers, pools, directories and ports it names itself. A test that
+// reads or changes what is engine-wide (ps, prune, token-daemon --all, CPU
+// placement, the images) or holds a fixed host port must not: it runs
+// alone.
 func forEachEngine(t *testing.T, fn func(t *testing.T, e engineUnderTest)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, e := range suite.engines {
+		wg.Go(func() { t.Run(e.Name, func(t *testing.T) { fn(t, e) }) })
+	}
+	wg.Wait()
+}
+
+// forEachEngineSerial runs fn as a subtest per engine, one engine after the
+// other, for the tests that hold something of the host's only one of them
+// can have at a time.
+func forEachEngineSerial(t *testing.T, fn func(t *testing.T, e engineUnderTest)) {
 	t.Helper()
 	for _, e := range suite.engines {
 		t.Run(e.Name, func(t *testing.T) { fn(t, e) })

@@ -91,6 +91,7 @@ func agentCases() []agentCase {
 
 // TestHostACPAgents runs every built-in ACP kind through podbot host.
 func TestHostACPAgents(t *testing.T) {
+	t.Parallel() // long, and touches only what it names (see forEachEngine)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	fixture := filepath.Join(t.TempDir(), "agents-fixture.json")

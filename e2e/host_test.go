@@ -374,6 +374,7 @@ func buildGoSDKExample(t *testing.T, ctx context.Context, example, dst string, s
 // session through podbot host with a Go SDK client, and with the SDK's own
 // example client.
 func TestHostGoSDK(t *testing.T) {
+	t.Parallel() // long, and touches only what it names (see forEachEngine)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin := t.TempDir()

@@ -400,6 +400,7 @@ func TestCreatePrivileged(t *testing.T) {
 }
 
 func TestCreateInterruptedLeavesNothing(t *testing.T) {
+	t.Parallel() // long, and touches only what it names (see forEachEngine)
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()

@@ -16,6 +16,7 @@ import (
 // back: diff shows each, fetch brings both branches, apply of one merges
 // cleanly, and --dirty carries an uncommitted host change in.
 func TestLocalCloneTwoSandboxes(t *testing.T) {
+	t.Parallel() // long, and touches only what it names (see forEachEngine)
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()

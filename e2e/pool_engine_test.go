@@ -338,6 +338,7 @@ func TestPoolEngineRestart(t *testing.T) {
 // fails, and is removed whole. Once space is freed, the next pass after
 // the backoff fills the pool.
 func TestPoolFullDisk(t *testing.T) {
+	t.Parallel() // long, and touches only what it names (see forEachEngine)
 	if os.Geteuid() != 0 {
 		t.Fatal("this test mounts a tmpfs: run the e2e suite as root, as make test-e2e does on these hosts")
 	}

@@ -300,6 +300,7 @@ func TestPoolClaimedToolSessionLikeCold(t *testing.T) {
 // and shows in pool ls; a refiller killed mid-create leaves nothing a
 // claim can get twice, and prune finds the half-made member.
 func TestPoolFaults(t *testing.T) {
+	t.Parallel() // long, and touches only what it names (see forEachEngine)
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()

@@ -75,8 +75,11 @@ func (b *bearerRecorder) get(host string) []string {
 // real key is nowhere in the sandbox (inspect, processes, files, export)
 // and the host's auth.json is unchanged. Before, the real key was
 // uploaded as it was.
+//
+// The engines take turns: each poses as api.openai.com on this machine's
+// port 443, which only one of them can hold at a time.
 func TestVaultCodexAPIKey(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
+	forEachEngineSerial(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		conn := connectEngine(t, ctx, e)

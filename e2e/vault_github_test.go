@@ -78,6 +78,7 @@ func (r *recordingSource) tokens() []string {
 // not hold any token GitHub issued. Before github-app secrets were
 // applied, Launch refused this configuration.
 func TestVaultGitHubTokenCloneAndPush(t *testing.T) {
+	t.Parallel() // long, and touches only what it names (see forEachEngine)
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
