@@ -175,7 +175,8 @@ resolve = ["allowed.test=%s", "denied.test=%s"]
 // repository into that directory, clones through it and the proxy (the git
 // server takes only a valid token), and the agent's git has the askpass
 // program; --rm removes the directory and its scope file with the sandbox.
-// On both engines.
+// Once every member is claimed and removed and the pool with them, no
+// container or network of the pool is left on the engine. On both engines.
 func TestPoolRunGitHubToken(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engineUnderTest) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -351,6 +352,16 @@ clone_base_url = %q
 		if m == nil {
 			t.Fatalf("no warm claim:\n%s", pr.out.String())
 		}
+		// Removed outside podbot, the member leaves its proxy, network and
+		// egress directory (named after it) for podbot prune, which the
+		// shared engines do not allow: the test removes them itself once
+		// prune has been asked, and on cleanup when it fails before.
+		removeOnCleanup(t, e, m[1])
+		in, err := e.API.ContainerInspect(ctx, direct)
+		if err != nil || in.Config == nil || in.Config.Labels[egressnet.LabelName] != m[1] {
+			t.Fatalf("the claimed member %s does not record its egress name: %v", direct, err)
+		}
+		egressDir := in.Config.Labels[podbot.LabelEgressDir]
 		if out, err := exec.CommandContext(ctx, "sh", "-c", engineCLI(e)+" rm -f "+direct).CombinedOutput(); err != nil {
 			t.Fatalf("remove through the engine: %v\n%s", err, out)
 		}
@@ -366,6 +377,15 @@ clone_base_url = %q
 		}
 		if _, err := os.Stat(scope); err != nil {
 			t.Errorf("prune --dry-run removed %s: %v", scope, err)
+		}
+		removeEgressOf(t, ctx, e, m[1], egressDir)
+
+		// Every member was claimed and removed (by --rm, podbot rm, or
+		// above); podbot pool rm removes whatever is left of the pool, and
+		// nothing of it may stay on the engine.
+		p.mustRun(t, ctx, "pool", "rm", p.name)
+		if left := p.leftOnEngine(t, ctx, name, kept, direct); len(left) != 0 {
+			t.Errorf("left on the engine after the pool's removal: %v", left)
 		}
 	})
 }

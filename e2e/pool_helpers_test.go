@@ -18,10 +18,13 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
+	"github.com/podbot/podbot/egressnet"
 	"github.com/podbot/podbot/engine"
+	"github.com/podbot/podbot/errdefs"
 	"github.com/podbot/podbot/pool"
 )
 
@@ -196,6 +199,71 @@ func (p *poolEnv) removeAll(t *testing.T) {
 			}
 		}
 	}
+}
+
+// removeEgressOf removes what podbot prune would for sandbox name once it
+// is gone: its egress proxy, internal network and egress directory dir
+// ("" skips it; one that is not .../egress/<name> fails the test). Missing
+// pieces are fine.
+func removeEgressOf(t *testing.T, ctx context.Context, e engineUnderTest, name, dir string) {
+	t.Helper()
+	conn := poolConn(t, ctx, e)
+	if err := conn.Remove(ctx, egressnet.ProxyName(name), true); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("remove the proxy of %s: %v", name, err)
+	}
+	if err := conn.RemoveNetwork(ctx, egressnet.NetworkName(name)); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("remove the network of %s: %v", name, err)
+	}
+	if dir == "" {
+		return
+	}
+	if filepath.Base(dir) != name || filepath.Base(filepath.Dir(dir)) != "egress" {
+		t.Fatalf("the egress directory of %s is %q, not .../egress/%s", name, dir, name)
+	}
+	if err := (egressnet.Dirs{Root: dir}).Remove(); err != nil {
+		t.Errorf("remove the egress directory of %s: %v", name, err)
+	}
+}
+
+// leftOnEngine lists the containers and networks on p's engine whose name
+// holds the pool's name (its members, their proxies and networks) or is
+// one of names (sandboxes claimed from it).
+func (p *poolEnv) leftOnEngine(t testing.TB, ctx context.Context, names ...string) []string {
+	t.Helper()
+	ours := func(n string) bool {
+		n = strings.TrimPrefix(n, "/")
+		if strings.Contains(n, p.name) {
+			return true
+		}
+		for _, s := range names {
+			if n == s || n == egressnet.ProxyName(s) || n == egressnet.NetworkName(s) {
+				return true
+			}
+		}
+		return false
+	}
+	var left []string
+	cs, err := p.e.API.ContainerList(ctx, container.ListOptions{All: true})
+	if err != nil {
+		t.Fatalf("list containers: %v", err)
+	}
+	for _, c := range cs {
+		for _, n := range c.Names {
+			if ours(n) {
+				left = append(left, "container "+strings.TrimPrefix(n, "/")+" ("+c.State+")")
+			}
+		}
+	}
+	nets, err := p.e.API.NetworkList(ctx, network.ListOptions{})
+	if err != nil {
+		t.Fatalf("list networks: %v", err)
+	}
+	for _, n := range nets {
+		if ours(n.Name) {
+			left = append(left, "network "+n.Name)
+		}
+	}
+	return left
 }
 
 // poolConn connects the library to engine e.
