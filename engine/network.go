@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/netip"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
@@ -36,11 +38,20 @@ type NetworkInfo struct {
 // "bridge" driver and the Internal flag). An existing name is an error with
 // reason ErrAlreadyExists.
 func (c *Conn) CreateNetwork(ctx context.Context, name string, opts NetworkOptions) (string, error) {
-	resp, err := c.api.NetworkCreate(ctx, name, network.CreateOptions{
-		Driver:   "bridge",
-		Internal: opts.Internal,
-		Labels:   opts.Labels,
-	})
+	create := network.CreateOptions{Driver: "bridge", Internal: opts.Internal, Labels: opts.Labels}
+	resp, err := c.api.NetworkCreate(ctx, name, create)
+	for try := 1; err != nil && interfaceVanished(err) && try < networkCreateTries; try++ {
+		// Podman lists the host's interfaces to pick a free subnet; one
+		// removed meanwhile (another network or container going away)
+		// fails the whole create, though nothing was made. Try again.
+		c.logger().Debug("engine lost a host interface while creating a network; trying again", "network", name, "err", err)
+		select {
+		case <-ctx.Done():
+			return "", c.classify("create network", name, ctx.Err())
+		case <-time.After(time.Duration(try) * 100 * time.Millisecond):
+		}
+		resp, err = c.api.NetworkCreate(ctx, name, create)
+	}
 	if err != nil {
 		return "", c.classify("create network", name, err)
 	}
@@ -48,6 +59,18 @@ func (c *Conn) CreateNetwork(ctx context.Context, name string, opts NetworkOptio
 		c.logger().Warn("engine warning on network create", "network", name, "warning", truncate(resp.Warning, maxErrorText))
 	}
 	return resp.ID, nil
+}
+
+// networkCreateTries bounds the attempts of a network create that the
+// engine failed because a host interface vanished while it looked.
+const networkCreateTries = 4
+
+// interfaceVanished reports whether err is Podman's answer when a host
+// network interface disappeared while it chose a subnet for a new network
+// (Go's net package: "route ip+net: no such network interface"). The
+// create made nothing, so trying again is safe.
+func interfaceVanished(err error) bool {
+	return strings.Contains(err.Error(), "no such network interface")
 }
 
 // RemoveNetwork removes a network. A missing network is an error with

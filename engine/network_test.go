@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/docker/docker/api/types/network"
@@ -90,4 +91,63 @@ func TestConnectNetworkSendsAliases(t *testing.T) {
 	if got.EndpointConfig.IPAMConfig == nil || got.EndpointConfig.IPAMConfig.IPv4Address != "10.89.0.2" {
 		t.Fatalf("connect request with a fixed address = %+v", got.EndpointConfig)
 	}
+}
+
+// TestCreateNetworkRetriesVanishedInterface: Podman fails a network create
+// when a host interface disappears while it picks a subnet (another
+// network going away at the same time); podbot tries again, a bounded
+// number of times, and other errors are not retried.
+func TestCreateNetworkRetriesVanishedInterface(t *testing.T) {
+	vanished := `{"message":"route ip+net: no such network interface"}`
+	t.Run("then succeeds", func(t *testing.T) {
+		f := newFakeEngine(t)
+		calls := 0
+		f.handle("POST /networks/create", func(w http.ResponseWriter, r *http.Request) {
+			if calls++; calls < 3 {
+				http.Error(w, vanished, http.StatusInternalServerError)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			_ = json.NewEncoder(w).Encode(network.CreateResponse{ID: "net1"})
+		})
+		id, err := f.connect().CreateNetwork(context.Background(), "podbot-net-x", NetworkOptions{Internal: true})
+		if err != nil || id != "net1" || calls != 3 {
+			t.Fatalf("CreateNetwork = %q, %v after %d calls; want net1 after 3", id, err, calls)
+		}
+	})
+	t.Run("gives up", func(t *testing.T) {
+		f := newFakeEngine(t)
+		calls := 0
+		f.handle("POST /networks/create", func(w http.ResponseWriter, r *http.Request) {
+			calls++
+			http.Error(w, vanished, http.StatusInternalServerError)
+		})
+		_, err := f.connect().CreateNetwork(context.Background(), "podbot-net-x", NetworkOptions{Internal: true})
+		if err == nil || !strings.Contains(err.Error(), "no such network interface") || calls != networkCreateTries {
+			t.Fatalf("CreateNetwork: %v after %d calls; want the engine's error after %d", err, calls, networkCreateTries)
+		}
+	})
+	t.Run("other errors once", func(t *testing.T) {
+		f := newFakeEngine(t)
+		calls := 0
+		f.handle("POST /networks/create", func(w http.ResponseWriter, r *http.Request) {
+			calls++
+			http.Error(w, `{"message":"network name podbot-net-x already used: network already exists"}`, http.StatusInternalServerError)
+		})
+		_, err := f.connect().CreateNetwork(context.Background(), "podbot-net-x", NetworkOptions{Internal: true})
+		if !errors.Is(err, errdefs.ErrAlreadyExists) || calls != 1 {
+			t.Fatalf("CreateNetwork: %v after %d calls; want ErrAlreadyExists after 1", err, calls)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		f := newFakeEngine(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		f.handle("POST /networks/create", func(w http.ResponseWriter, r *http.Request) {
+			cancel()
+			http.Error(w, vanished, http.StatusInternalServerError)
+		})
+		if _, err := f.connect().CreateNetwork(ctx, "podbot-net-x", NetworkOptions{Internal: true}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("CreateNetwork after cancel: %v, want context.Canceled", err)
+		}
+	})
 }
