@@ -54,16 +54,22 @@ var tokenWait = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep
 
 // writeTokenScript replaces the token and origin files atomically with the
 // two lines on stdin (token, then origin), read by the shell's builtins so
-// neither is ever in an argv. Every path is a constant.
+// neither is ever in an argv. Every path is a constant but for the
+// temporaries' suffix, the shell's process id: two writers at once (podbot
+// create and a token daemon, say) each rename their own files instead of
+// one renaming the other's away. A writer that fails leaves none behind.
 const writeTokenScript = `set -eu
 umask 077
 d=` + TokenMountPath + `
+tn="$d/.` + TokenFileName + `.new.$$"
+on="$d/.` + OriginFileName + `.new.$$"
+trap 'rm -f "$tn" "$on"' EXIT
 IFS= read -r t
 IFS= read -r o
-printf '%s' "$t" > "$d/.` + TokenFileName + `.new"
-printf '%s\n' "$o" > "$d/.` + OriginFileName + `.new"
-mv -f "$d/.` + OriginFileName + `.new" "$d/` + OriginFileName + `"
-mv -f "$d/.` + TokenFileName + `.new" "$d/` + TokenFileName + `"
+printf '%s' "$t" > "$tn"
+printf '%s\n' "$o" > "$on"
+mv -f "$on" "$d/` + OriginFileName + `"
+mv -f "$tn" "$d/` + TokenFileName + `"
 `
 
 // withdrawTokenScript removes the token file (the origin stays).

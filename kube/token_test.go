@@ -3,10 +3,12 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -185,5 +187,40 @@ func TestTokenScripts(t *testing.T) {
 	}
 	if read(OriginFileName) != testOrigin+"\n" {
 		t.Error("withdraw removed the origin")
+	}
+}
+
+// TestTokenScriptConcurrentWriters runs many writes at once into one
+// directory, as podbot create and a token daemon can: every write
+// succeeds (none renames another's temporaries away), the token left is
+// one of theirs, and no temporary stays.
+func TestTokenScriptConcurrentWriters(t *testing.T) {
+	dir := t.TempDir()
+	script := strings.ReplaceAll(writeTokenScript, TokenMountPath, dir)
+	const writers = 16
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command("/bin/sh", "-c", script)
+			cmd.Stdin = strings.NewReader(fmt.Sprintf("%s%02d\n%s\n", testToken, i, testOrigin))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs[i] = fmt.Errorf("writer %d: %v: %s", i, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, TokenFileName))
+	if err != nil || !strings.HasPrefix(string(b), testToken) || len(b) != len(testToken)+2 {
+		t.Fatalf("token after concurrent writes: %q, %v", b, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("files left: %v, want only the token and the origin", entries)
 	}
 }
