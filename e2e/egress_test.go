@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/network"
-
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/egress"
 	"github.com/podbot/podbot/egressnet"
@@ -136,39 +134,9 @@ func TestEgressAllowlistNoDirectRoute(t *testing.T) {
 				Rules: []egress.Rule{{Host: "outside.test", Ports: []int{port}, Source: "test"}}}},
 		})
 
-		// The sandbox is on the internal network alone, with the proxy env.
-		in, err := conn.Inspect(ctx, sb.ID, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nets := in.NetworkSettings.Networks
-		if len(nets) != 1 || nets[egressnet.NetworkName(name)] == nil {
-			t.Fatalf("sandbox networks = %v, want only %s", keys(nets), egressnet.NetworkName(name))
-		}
-		env := strings.Join(in.Config.Env, "\n")
-		if !strings.Contains(env, "HTTPS_PROXY=http://") || !strings.Contains(env, "NO_PROXY=localhost,127.0.0.1") {
-			t.Fatalf("sandbox env lacks the proxy variables:\n%s", env)
-		}
-		nw, err := e.API.NetworkInspect(ctx, egressnet.NetworkName(name), network.InspectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// dockerd's is Internal; Podman's is routed and closed by netlock
-		// (see podbot's internalNetworks for why).
-		if nw.Internal != (e.Name == "docker") {
-			t.Fatalf("network %s: internal = %v on %s", nw.Name, nw.Internal, e.Name)
-		}
-		igw := ""
-		for _, c := range nw.IPAM.Config {
-			igw = c.Gateway
-		}
-		if igw == "" {
-			t.Fatalf("network %s has no gateway: %+v", nw.Name, nw.IPAM.Config)
-		}
-		pin, err := conn.Inspect(ctx, egressnet.ProxyName(name), false)
-		if err != nil || !pin.State.Running {
-			t.Fatalf("proxy %s not running: %v", egressnet.ProxyName(name), err)
-		}
+		// The sandbox is on the internal network alone, with the proxy env,
+		// and its proxy runs.
+		igw := checkAllowlistPlumbing(t, ctx, e, conn, sb.ID, name)
 
 		r := execIn(t, ctx, conn, sb, "env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy",
 			"python3", "-c", attackScript, gw, igw, fmt.Sprint(port))

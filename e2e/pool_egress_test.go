@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,15 +41,7 @@ func TestPoolRunAllowlist(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()
 		gw := bridgeGateway(t, ctx, e)
-		ln, err := net.Listen("tcp4", "0.0.0.0:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "outside "+r.Host) }),
-			ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		port := ln.Addr().(*net.TCPAddr).Port
+		port := outsideHTTP(t)
 		allowed := fmt.Sprintf("http://allowed.test:%d/", port)
 		denied := fmt.Sprintf("http://denied.test:%d/", port)
 		agent := "python3 - " + allowed + " " + denied + " <<'PY'\n" + fetchScript + "PY\necho podbot-stub-agent-ready\nexit 7"
@@ -399,15 +389,7 @@ func TestPoolCreateAllowlist(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		gw := bridgeGateway(t, ctx, e)
-		ln, err := net.Listen("tcp4", "0.0.0.0:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "outside "+r.Host) }),
-			ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		port := ln.Addr().(*net.TCPAddr).Port
+		port := outsideHTTP(t)
 		p := newPoolRunEnv(t, e, "egcreate", fmt.Sprintf(`[network]
 allow = ["allowed.test:%d"]
 resolve = ["allowed.test=%s", "denied.test=%s"]

@@ -9,15 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/docker/docker/api/types/network"
 
 	"github.com/podbot/podbot"
 	"github.com/podbot/podbot/config"
@@ -131,16 +128,9 @@ func TestToolsEgressAllowlistEngine(t *testing.T) {
 		conn := connectEngine(t, ctx, e)
 		gw := bridgeGateway(t, ctx, e)
 
-		ln, err := net.Listen("tcp4", "0.0.0.0:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "outside "+r.Host) }),
-			ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
+		port := outsideHTTP(t)
 		tlsSrv := newRecordingTLS(t)
-		port, tlsPort := ln.Addr().(*net.TCPAddr).Port, tlsSrv.port()
+		tlsPort := tlsSrv.port()
 
 		rt := runtimeDir(t)
 		cfg := toolsEgressConfig(
@@ -176,33 +166,7 @@ func TestToolsEgressAllowlistEngine(t *testing.T) {
 		// The sandbox is on its internal network alone, with the proxy
 		// variables, and its proxy runs.
 		name := s.Info().ContainerName
-		in, err := conn.Inspect(ctx, s.Info().ContainerID, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if nets := in.NetworkSettings.Networks; len(nets) != 1 || nets[egressnet.NetworkName(name)] == nil {
-			t.Fatalf("tool sandbox networks = %v, want only %s", keys(nets), egressnet.NetworkName(name))
-		}
-		if env := strings.Join(in.Config.Env, "\n"); !strings.Contains(env, "HTTPS_PROXY=http://") || !strings.Contains(env, "NO_PROXY=localhost,127.0.0.1") {
-			t.Errorf("tool sandbox env lacks the proxy variables:\n%s", env)
-		}
-		if pin, err := conn.Inspect(ctx, egressnet.ProxyName(name), false); err != nil || !pin.State.Running {
-			t.Fatalf("proxy %s not running: %v", egressnet.ProxyName(name), err)
-		}
-		nw, err := e.API.NetworkInspect(ctx, egressnet.NetworkName(name), network.InspectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if nw.Internal != (e.Name == "docker") {
-			t.Errorf("network %s: internal = %v on %s", nw.Name, nw.Internal, e.Name)
-		}
-		igw := ""
-		for _, c := range nw.IPAM.Config {
-			igw = c.Gateway
-		}
-		if igw == "" {
-			t.Fatalf("network %s has no gateway: %+v", nw.Name, nw.IPAM.Config)
-		}
+		igw := checkAllowlistPlumbing(t, ctx, e, conn, s.Info().ContainerID, name)
 
 		// Ignoring the proxy, nothing answers.
 		attack, err := shellCall(ctx, s, 120, "env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy",
@@ -345,15 +309,7 @@ func TestToolsEgressAllowlistCLI(t *testing.T) {
 		defer cancel()
 		conn := connectEngine(t, ctx, e)
 		gw := bridgeGateway(t, ctx, e)
-		ln, err := net.Listen("tcp4", "0.0.0.0:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "outside "+r.Host) }),
-			ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		port := ln.Addr().(*net.TCPAddr).Port
+		port := outsideHTTP(t)
 
 		cfg := fmt.Sprintf(`[tools]
 image = %q
